@@ -1,0 +1,187 @@
+#include "partitioner/format/codec.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "partitioner/format/checksum.hpp"
+
+namespace clairfs::format {
+
+PayloadEncoder::PayloadEncoder(EncodeOptions options)
+    : options_(options), cctx_(ZSTD_createCCtx()) {}
+
+PayloadEncoder::~PayloadEncoder() { ZSTD_freeCCtx(cctx_); }
+
+bool PayloadEncoder::TryCompress(const char* data, size_t size, std::vector<char>* dst) {
+  if (options_.zstd_level == 0 || size == 0) return false;
+  // Output larger than this is not worth keeping, so zstd may stop early.
+  size_t limit = static_cast<size_t>(static_cast<double>(size) * (1.0 - options_.min_saving));
+  if (limit == 0) return false;
+  dst->resize(ZSTD_compressBound(size));
+  size_t n = ZSTD_compressCCtx(cctx_, dst->data(), dst->size(), data, size, options_.zstd_level);
+  if (ZSTD_isError(n) || n > limit) return false;
+  dst->resize(n);
+  return true;
+}
+
+Status PayloadEncoder::Encode(const char* data, size_t size, EncodedPayload* out) {
+  out->bytes.clear();
+  const uint32_t fs = options_.frame_size;
+  if (size <= fs) {
+    if (TryCompress(data, size, &out->bytes)) {
+      out->codec = Codec::kZstd;
+      out->checksum = Checksum(out->bytes.data(), out->bytes.size());
+    } else {
+      out->bytes.clear();
+      out->codec = Codec::kRaw;
+      out->checksum = Checksum(data, size);
+    }
+    return Status::Ok();
+  }
+  const uint64_t frames = (size + fs - 1) / fs;
+  if (frames > UINT32_MAX) return Status::Unsupported("file too large for its frame size");
+  FrameTableHeader th{kFrameTableMagic, fs, static_cast<uint32_t>(frames), 0};
+  std::vector<FrameEntry> table(frames);
+  std::vector<char> body;
+  body.reserve(size / 2);
+  for (uint64_t i = 0; i < frames; ++i) {
+    const char* src = data + i * fs;
+    size_t len = std::min<uint64_t>(fs, size - i * fs);
+    FrameEntry& e = table[i];
+    if (TryCompress(src, len, &scratch_)) {
+      e.codec = static_cast<uint8_t>(Codec::kZstd);
+      e.stored_size = static_cast<uint32_t>(scratch_.size());
+      e.checksum = Checksum(scratch_.data(), scratch_.size());
+      body.insert(body.end(), scratch_.begin(), scratch_.end());
+    } else {
+      e.codec = static_cast<uint8_t>(Codec::kRaw);
+      e.stored_size = static_cast<uint32_t>(len);
+      e.checksum = Checksum(src, len);
+      body.insert(body.end(), src, src + len);
+    }
+  }
+  const size_t table_bytes = sizeof th + frames * sizeof(FrameEntry);
+  if (table_bytes + body.size() >= size) {
+    // Nothing compressed enough to pay for the table: raw is simpler and smaller.
+    out->codec = Codec::kRaw;
+    out->checksum = Checksum(data, size);
+    return Status::Ok();
+  }
+  out->codec = Codec::kFramed;
+  out->bytes.resize(table_bytes);
+  std::memcpy(out->bytes.data(), &th, sizeof th);
+  std::memcpy(out->bytes.data() + sizeof th, table.data(), frames * sizeof(FrameEntry));
+  out->checksum = Checksum(out->bytes.data(), table_bytes);
+  out->bytes.insert(out->bytes.end(), body.begin(), body.end());
+  return Status::Ok();
+}
+
+PayloadDecoder::PayloadDecoder() : dctx_(ZSTD_createDCtx()) {}
+PayloadDecoder::~PayloadDecoder() { ZSTD_freeDCtx(dctx_); }
+
+Status PayloadDecoder::DecodeFrame(const char* src, size_t stored, uint8_t codec,
+                                   uint64_t checksum, char* dst, size_t raw,
+                                   const std::string& what) {
+  if (Checksum(src, stored) != checksum) return Status::Corruption(what + ": checksum mismatch");
+  if (codec == static_cast<uint8_t>(Codec::kRaw)) {
+    if (stored != raw) return Status::Corruption(what + ": raw frame has the wrong size");
+    std::memcpy(dst, src, raw);
+    return Status::Ok();
+  }
+  if (codec != static_cast<uint8_t>(Codec::kZstd)) {
+    return Status::Corruption(what + ": unknown codec " + std::to_string(codec));
+  }
+  size_t n = ZSTD_decompressDCtx(dctx_, dst, raw, src, stored);
+  if (ZSTD_isError(n)) {
+    return Status::Corruption(what + ": zstd: " + ZSTD_getErrorName(n));
+  }
+  if (n != raw) return Status::Corruption(what + ": decoded to the wrong size");
+  return Status::Ok();
+}
+
+Status PayloadDecoder::DecodeWhole(const RandomAccessFile& pack, const PayloadLocation& loc,
+                                   char* dst, const std::string& what) {
+  if (loc.codec == Codec::kRaw) {  // straight into place, checked there
+    if (loc.stored_size != loc.size) return Status::Corruption(what + ": raw size mismatch");
+    CLAIRFS_RETURN_IF_ERROR(pack.ReadExact(loc.offset, loc.size, dst));
+    if (Checksum(dst, loc.size) != loc.checksum) {
+      return Status::Corruption(what + ": checksum mismatch");
+    }
+    return Status::Ok();
+  }
+  stored_.resize(loc.stored_size);
+  CLAIRFS_RETURN_IF_ERROR(pack.ReadExact(loc.offset, loc.stored_size, stored_.data()));
+  return DecodeFrame(stored_.data(), loc.stored_size, static_cast<uint8_t>(loc.codec),
+                     loc.checksum, dst, loc.size, what);
+}
+
+Result<size_t> PayloadDecoder::Read(const RandomAccessFile& pack, const PayloadLocation& loc,
+                                    uint64_t offset, size_t length, char* dst,
+                                    const std::string& what) {
+  if (offset >= loc.size) return size_t{0};
+  length = static_cast<size_t>(std::min<uint64_t>(length, loc.size - offset));
+  if (loc.codec != Codec::kFramed) {
+    if (offset == 0 && length == loc.size) {
+      CLAIRFS_RETURN_IF_ERROR(DecodeWhole(pack, loc, dst, what));
+    } else {
+      frame_.resize(loc.size);
+      CLAIRFS_RETURN_IF_ERROR(DecodeWhole(pack, loc, frame_.data(), what));
+      std::memcpy(dst, frame_.data() + offset, length);
+    }
+    return length;
+  }
+  FrameTableHeader th;
+  if (loc.stored_size < sizeof th) return Status::Corruption(what + ": frame table truncated");
+  CLAIRFS_RETURN_IF_ERROR(pack.ReadExact(loc.offset, sizeof th, &th));
+  const uint64_t table_bytes = sizeof th + uint64_t{th.frame_count} * sizeof(FrameEntry);
+  if (th.magic != kFrameTableMagic || th.frame_size == 0 || table_bytes > loc.stored_size ||
+      uint64_t{th.frame_count} * th.frame_size < loc.size) {
+    return Status::Corruption(what + ": bad frame table");
+  }
+  std::vector<char> table(table_bytes);
+  CLAIRFS_RETURN_IF_ERROR(pack.ReadExact(loc.offset, table_bytes, table.data()));
+  if (Checksum(table.data(), table_bytes) != loc.checksum) {
+    return Status::Corruption(what + ": frame table checksum mismatch");
+  }
+  const auto* entries = reinterpret_cast<const FrameEntry*>(table.data() + sizeof th);
+  const uint64_t fs = th.frame_size;
+  const uint64_t first = offset / fs, last = (offset + length - 1) / fs;
+  uint64_t pos = loc.offset + table_bytes;  // stored offset of frame i
+  for (uint64_t i = 0; i < first; ++i) pos += entries[i].stored_size;
+  for (uint64_t i = first; i <= last; ++i) {
+    const FrameEntry& e = entries[i];
+    const uint64_t fstart = i * fs;
+    const size_t raw = static_cast<size_t>(std::min<uint64_t>(fs, loc.size - fstart));
+    if (pos + e.stored_size > loc.offset + loc.stored_size) {
+      return Status::Corruption(what + ": frame " + std::to_string(i) + " outside the payload");
+    }
+    stored_.resize(e.stored_size);
+    CLAIRFS_RETURN_IF_ERROR(pack.ReadExact(pos, e.stored_size, stored_.data()));
+    const uint64_t want_lo = std::max(offset, fstart);
+    const uint64_t want_hi = std::min<uint64_t>(offset + length, fstart + raw);
+    char* out = dst + (want_lo - offset);
+    const std::string frame_what = what + " (frame " + std::to_string(i) + ")";
+    if (want_lo == fstart && want_hi == fstart + raw) {
+      CLAIRFS_RETURN_IF_ERROR(
+          DecodeFrame(stored_.data(), e.stored_size, e.codec, e.checksum, out, raw, frame_what));
+    } else {
+      frame_.resize(raw);
+      CLAIRFS_RETURN_IF_ERROR(DecodeFrame(stored_.data(), e.stored_size, e.codec, e.checksum,
+                                          frame_.data(), raw, frame_what));
+      std::memcpy(out, frame_.data() + (want_lo - fstart), want_hi - want_lo);
+    }
+    pos += e.stored_size;
+  }
+  return length;
+}
+
+Status PayloadDecoder::ReadAll(const RandomAccessFile& pack, const PayloadLocation& loc,
+                               std::vector<char>* out, const std::string& what) {
+  out->resize(loc.size);
+  if (loc.size == 0) return Status::Ok();
+  auto n = Read(pack, loc, 0, loc.size, out->data(), what);
+  if (!n.ok()) return n.status();
+  return Status::Ok();
+}
+
+}  // namespace clairfs::format

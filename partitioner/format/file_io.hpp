@@ -1,0 +1,88 @@
+// Thin wrappers over the POSIX calls the format needs, each turning errno into
+// a Status at the call site. Thread-safety is stated per class.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "partitioner/format/status.hpp"
+
+namespace clairfs::format {
+
+// Positional reads from an immutable file. Implementations are thread-safe.
+class RandomAccessFile {
+ public:
+  virtual ~RandomAccessFile() = default;
+  // Reads exactly `size` bytes at `offset` into `dst`; a short file is Corruption.
+  virtual Status ReadExact(uint64_t offset, size_t size, void* dst) const = 0;
+  virtual const std::string& name() const = 0;
+};
+
+// A RandomAccessFile over a file descriptor (pread). Thread-safe.
+class PosixRandomAccessFile final : public RandomAccessFile {
+ public:
+  static Result<std::unique_ptr<PosixRandomAccessFile>> Open(const std::string& path);
+  ~PosixRandomAccessFile() override;
+  Status ReadExact(uint64_t offset, size_t size, void* dst) const override;
+  const std::string& name() const override { return path_; }
+  uint64_t size() const { return size_; }
+
+ private:
+  PosixRandomAccessFile(std::string path, int fd, uint64_t size)
+      : path_(std::move(path)), fd_(fd), size_(size) {}
+  std::string path_;
+  int fd_;
+  uint64_t size_;
+};
+
+// A RandomAccessFile over bytes in memory (tests, and payloads already in RAM).
+class MemoryFile final : public RandomAccessFile {
+ public:
+  MemoryFile(std::string name, std::vector<char> bytes)
+      : name_(std::move(name)), bytes_(std::move(bytes)) {}
+  Status ReadExact(uint64_t offset, size_t size, void* dst) const override;
+  const std::string& name() const override { return name_; }
+  std::vector<char>& bytes() { return bytes_; }
+
+ private:
+  std::string name_;
+  std::vector<char> bytes_;
+};
+
+// Appends to a new file through a buffer. Single-thread.
+class BufferedWriter {
+ public:
+  // Creates (or truncates) `path` for writing.
+  static Result<std::unique_ptr<BufferedWriter>> Create(const std::string& path,
+                                                        size_t buffer_bytes = 4u << 20);
+  ~BufferedWriter();
+  Status Append(const void* data, size_t size);
+  // Flushes, fsyncs when asked, and closes. The writer is unusable after.
+  Status Close(bool sync);
+  uint64_t bytes_written() const { return written_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  BufferedWriter(std::string path, int fd, size_t cap);
+  Status Flush();
+  std::string path_;
+  int fd_;
+  std::vector<char> buf_;
+  size_t used_ = 0;
+  uint64_t written_ = 0;
+};
+
+// Reads a whole file. `expected_size` guards against a file that changed size
+// since it was stat'ed (pass UINT64_MAX to accept any size).
+Status ReadWholeFile(const std::string& path, std::vector<char>* out,
+                     uint64_t expected_size = UINT64_MAX);
+
+// Writes `data` to `dir/name` through a temporary file, fsync and rename, so a
+// reader sees either the old file, or the whole new one.
+Status WriteFileAtomically(const std::string& dir, const std::string& name,
+                           const std::vector<char>& data);
+
+}  // namespace clairfs::format

@@ -1,0 +1,91 @@
+#include "partitioner/pack/json.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace clairfs::pack {
+
+void AppendJsonString(std::string* out, std::string_view s) {
+  out->push_back('"');
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    for (size_t k = 1; len && k < len; ++k) {
+      if (i + k >= s.size() || (static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) len = 0;
+    }
+    if (len == 0) {
+      *out += "\xef\xbf\xbd";  // U+FFFD
+      ++i;
+      continue;
+    }
+    if (c == '"' || c == '\\') {
+      out->push_back('\\');
+      out->push_back(static_cast<char>(c));
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      *out += buf;
+    } else {
+      out->append(s.substr(i, len));
+    }
+    i += len;
+  }
+  out->push_back('"');
+}
+
+void JsonWriter::Key(std::string_view key) {
+  if (!first_.back()) out_ += ',';
+  first_.back() = false;
+  if (!key.empty()) {
+    AppendJsonString(&out_, key);
+    out_ += ':';
+  }
+}
+
+JsonWriter& JsonWriter::BeginObject(std::string_view key) {
+  Key(key);
+  out_ += '{';
+  first_.push_back(true);
+  return *this;
+}
+
+JsonWriter& JsonWriter::EndObject() {
+  out_ += '}';
+  first_.pop_back();
+  return *this;
+}
+
+JsonWriter& JsonWriter::BeginArray(std::string_view key) {
+  Key(key);
+  out_ += '[';
+  first_.push_back(true);
+  return *this;
+}
+
+JsonWriter& JsonWriter::EndArray() {
+  out_ += ']';
+  first_.pop_back();
+  return *this;
+}
+
+JsonWriter& JsonWriter::String(std::string_view key, std::string_view value) {
+  Key(key);
+  AppendJsonString(&out_, value);
+  return *this;
+}
+
+JsonWriter& JsonWriter::Number(std::string_view key, double value) {
+  Key(key);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", std::isfinite(value) ? value : 0.0);
+  out_ += buf;
+  return *this;
+}
+
+JsonWriter& JsonWriter::Integer(std::string_view key, uint64_t value) {
+  Key(key);
+  out_ += std::to_string(value);
+  return *this;
+}
+
+}  // namespace clairfs::pack

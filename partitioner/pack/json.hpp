@@ -1,0 +1,34 @@
+// A minimal JSON writer for the tools' --json output. Single-thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace clairfs::pack {
+
+// Appends `s` as a JSON string literal. Bytes that are not valid UTF-8 become
+// U+FFFD, so the output is always valid JSON.
+void AppendJsonString(std::string* out, std::string_view s);
+
+// Builds one JSON value with explicit Begin/End calls; keys and separators are
+// handled here, so callers cannot produce malformed output by omission.
+class JsonWriter {
+ public:
+  JsonWriter& BeginObject(std::string_view key = {});
+  JsonWriter& EndObject();
+  JsonWriter& BeginArray(std::string_view key = {});
+  JsonWriter& EndArray();
+  JsonWriter& String(std::string_view key, std::string_view value);
+  JsonWriter& Number(std::string_view key, double value);
+  JsonWriter& Integer(std::string_view key, uint64_t value);
+  const std::string& str() const { return out_; }
+
+ private:
+  void Key(std::string_view key);
+  std::string out_;
+  std::vector<bool> first_{true};  // per open container: no element written yet
+};
+
+}  // namespace clairfs::pack

@@ -1,0 +1,325 @@
+#include "partitioner/pack/packer.hpp"
+
+#include <fnmatch.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "partitioner/format/checksum.hpp"
+#include "partitioner/format/codec.hpp"
+#include "partitioner/format/file_io.hpp"
+#include "partitioner/format/manifest.hpp"
+#include "partitioner/format/pack_file.hpp"
+#include "partitioner/pack/out_dir.hpp"
+#include "partitioner/pack/placement.hpp"
+#include "partitioner/pack/progress.hpp"
+#include "partitioner/pack/scan.hpp"
+
+namespace clairfs::pack {
+namespace {
+
+using format::NodeRecord;
+
+// One file to pack, in write order.
+struct WorkItem {
+  uint32_t entry;      // index into the scan (== manifest node index)
+  uint32_t partition;  // P for the broadcast pack
+};
+
+// A pack being written: opened at its first file, closed after its last.
+struct PackSink {
+  std::unique_ptr<format::BufferedWriter> writer;
+  format::StreamingChecksum checksum;
+  uint32_t remaining = 0;  // files still to be written
+  uint32_t files = 0;
+  uint64_t raw_bytes = 0;
+  uint64_t bytes = 0;
+  bool done = false;
+};
+
+bool MatchesBroadcast(const std::vector<std::string>& globs, const std::string& path) {
+  for (const std::string& g : globs) {
+    // A glob may name the file or any directory above it.
+    std::string prefix = path;
+    for (;;) {
+      if (::fnmatch(g.c_str(), prefix.c_str(), 0) == 0) return true;
+      const size_t slash = prefix.rfind('/');
+      if (slash == std::string::npos) break;
+      prefix.resize(slash);
+    }
+  }
+  return false;
+}
+
+class PackRun {
+ public:
+  PackRun(const PackOptions& o, ScanResult scan) : o_(o), scan_(std::move(scan)) {}
+
+  Result<PackSummary> Run();
+
+ private:
+  Status Place();
+  Status WriteAll();
+  void Worker();
+  Status Write(const WorkItem& item, const char* raw, const format::EncodedPayload& enc);
+  Status OpenSink(uint32_t p);
+  Status CloseSink(uint32_t p);
+  Result<std::vector<char>> BuildManifest();
+  void Fail(Status st);
+
+  const PackOptions& o_;
+  ScanResult scan_;
+  uint64_t dataset_id_ = 0;
+  std::vector<WorkItem> work_;
+  std::vector<NodeRecord> records_;  // per scan entry; file fields filled as written
+  std::vector<PackSink> sinks_;      // P + 1
+  PackSummary summary_;
+
+  std::atomic<size_t> next_{0};
+  std::mutex mu_;  // guards everything below and all writes
+  std::condition_variable turn_;
+  size_t write_cursor_ = 0;
+  Status failure_;
+  std::atomic<bool> failed_{false};
+  Progress* progress_ = nullptr;
+};
+
+void PackRun::Fail(Status st) {
+  std::lock_guard lk(mu_);
+  if (failure_.ok()) failure_ = std::move(st);
+  failed_ = true;
+  turn_.notify_all();
+}
+
+Status PackRun::Place() {
+  const uint32_t P = o_.partitions;
+  std::vector<PlacedFile> placed;
+  std::vector<uint32_t> placed_entry;
+  std::vector<WorkItem> bcast;
+  std::vector<bool> glob_used(o_.broadcast.size());
+  for (uint32_t i = 0; i < scan_.entries.size(); ++i) {
+    const ScanEntry& e = scan_.entries[i];
+    if (e.is_dir) continue;
+    const std::string path = EntryPath(scan_.entries, i);
+    if (!o_.broadcast.empty() && MatchesBroadcast(o_.broadcast, path)) {
+      bcast.push_back({i, P});
+      continue;
+    }
+    placed_entry.push_back(i);
+    placed.push_back({scan_.entries[i].name, e.size});
+  }
+  // Policies see full relative paths; keep them alive beside the views.
+  std::vector<std::string> paths(placed_entry.size());
+  for (size_t k = 0; k < placed_entry.size(); ++k) {
+    paths[k] = EntryPath(scan_.entries, placed_entry[k]);
+    placed[k].path = paths[k];
+  }
+  auto policy = MakePlacement(o_.placement);
+  if (!policy.ok()) return policy.status();
+  std::vector<uint32_t> parts = (*policy)->Assign(placed, P);
+  std::vector<std::vector<uint32_t>> by_part(P);
+  for (size_t k = 0; k < placed_entry.size(); ++k) by_part[parts[k]].push_back(placed_entry[k]);
+  for (uint32_t p = 0; p < P; ++p) {
+    for (uint32_t e : by_part[p]) work_.push_back({e, p});
+  }
+  work_.insert(work_.end(), bcast.begin(), bcast.end());
+  summary_.broadcast_files = bcast.size();
+  sinks_ = std::vector<PackSink>(P + 1);
+  for (const WorkItem& w : work_) ++sinks_[w.partition].remaining;
+  return Status::Ok();
+}
+
+Status PackRun::OpenSink(uint32_t p) {
+  PackSink& s = sinks_[p];
+  auto w = format::BufferedWriter::Create(o_.out + "/" + format::PackFileName(p, o_.partitions));
+  if (!w.ok()) return w.status();
+  s.writer = std::move(w).value();
+  const format::PackHeader h = format::MakePackHeader(dataset_id_, p);
+  s.checksum.Update(&h, sizeof h);
+  s.bytes = sizeof h;
+  return s.writer->Append(&h, sizeof h);
+}
+
+Status PackRun::CloseSink(uint32_t p) {
+  PackSink& s = sinks_[p];
+  if (!s.writer) CLAIRFS_RETURN_IF_ERROR(OpenSink(p));
+  s.done = true;
+  return s.writer->Close(/*sync=*/true);
+}
+
+Status PackRun::Write(const WorkItem& item, const char* raw, const format::EncodedPayload& enc) {
+  PackSink& s = sinks_[item.partition];
+  if (!s.writer) CLAIRFS_RETURN_IF_ERROR(OpenSink(item.partition));
+  const ScanEntry& e = scan_.entries[item.entry];
+  const bool is_raw = enc.codec == format::Codec::kRaw;
+  const char* data = is_raw ? raw : enc.bytes.data();
+  const uint64_t n = is_raw ? e.size : enc.bytes.size();
+  NodeRecord& r = records_[item.entry];
+  r.offset = s.bytes;
+  r.stored_size = n;
+  r.codec = static_cast<uint8_t>(enc.codec);
+  r.checksum = enc.checksum;
+  r.partition = item.partition;
+  if (item.partition == o_.partitions) r.flags |= format::kNodeFlagBroadcast;
+  CLAIRFS_RETURN_IF_ERROR(s.writer->Append(data, n));
+  s.checksum.Update(data, n);
+  s.bytes += n;
+  s.raw_bytes += e.size;
+  ++s.files;
+  if (--s.remaining == 0) CLAIRFS_RETURN_IF_ERROR(CloseSink(item.partition));
+  return Status::Ok();
+}
+
+void PackRun::Worker() {
+  format::EncodeOptions eo{o_.zstd_level, o_.frame_size, o_.min_saving};
+  format::PayloadEncoder encoder(eo);
+  std::vector<char> raw;
+  format::EncodedPayload enc;
+  for (;;) {
+    const size_t i = next_.fetch_add(1);
+    if (i >= work_.size() || failed_) return;
+    const WorkItem& item = work_[i];
+    const ScanEntry& e = scan_.entries[item.entry];
+    Status st = format::ReadWholeFile(e.source, &raw, e.size);
+    if (st.ok()) st = encoder.Encode(raw.data(), raw.size(), &enc);
+    std::unique_lock lk(mu_);
+    turn_.wait(lk, [&] { return write_cursor_ == i || failed_; });
+    if (failed_) return;
+    if (st.ok()) st = Write(item, raw.data(), enc);
+    if (!st.ok()) {
+      lk.unlock();
+      Fail(st);
+      return;
+    }
+    ++write_cursor_;
+    turn_.notify_all();
+    lk.unlock();
+    progress_->Add(1, e.size);
+  }
+}
+
+Status PackRun::WriteAll() {
+  unsigned threads = o_.threads ? o_.threads : std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<size_t>(threads, std::max<size_t>(1, work_.size())));
+  Progress progress("packing", work_.size(), scan_.total_bytes, o_.progress);
+  progress_ = &progress;
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) pool.emplace_back([this] { Worker(); });
+  for (auto& t : pool) t.join();
+  progress.Stop();
+  if (failed_) return failure_;
+  for (uint32_t p = 0; p <= o_.partitions; ++p) {  // packs that received no file
+    if (!sinks_[p].done) CLAIRFS_RETURN_IF_ERROR(CloseSink(p));
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<char>> PackRun::BuildManifest() {
+  format::ManifestBuilder b;
+  for (uint32_t i = 0; i < scan_.entries.size(); ++i) {
+    const ScanEntry& e = scan_.entries[i];
+    NodeRecord r = records_[i];
+    r.parent = e.parent;
+    r.mode = e.mode;
+    r.mtime_ns = e.mtime_ns;
+    if (e.is_dir) {
+      r.kind = static_cast<uint8_t>(format::NodeKind::kDirectory);
+      r.offset = e.first_child;
+      r.stored_size = e.child_count;
+      ++summary_.directories;
+    } else {
+      r.kind = static_cast<uint8_t>(format::NodeKind::kFile);
+      r.size = e.size;
+      ++summary_.files;
+      summary_.raw_bytes += e.size;
+      summary_.stored_bytes += r.stored_size;
+    }
+    b.AddNode(r, e.name);
+  }
+  format::ManifestHeader& h = b.header();
+  h.dataset_id = dataset_id_;
+  h.replicas = o_.replicas;
+  h.frame_size = o_.frame_size;
+  h.zstd_level = static_cast<uint32_t>(o_.zstd_level);
+  h.created_unix = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  for (PackSink& s : sinks_) {
+    b.partitions().push_back({s.bytes, s.checksum.Digest(), s.files, 0, s.raw_bytes});
+  }
+  return b.Serialize();
+}
+
+Result<PackSummary> PackRun::Run() {
+  const auto start = std::chrono::steady_clock::now();
+  std::random_device rd;
+  dataset_id_ = (uint64_t{rd()} << 32) | rd();
+  records_.assign(scan_.entries.size(), NodeRecord{});
+  CLAIRFS_RETURN_IF_ERROR(Place());
+  CLAIRFS_RETURN_IF_ERROR(WriteAll());
+  auto manifest = BuildManifest();
+  if (!manifest.ok()) return manifest.status();
+  CLAIRFS_RETURN_IF_ERROR(format::WriteFileAtomically(o_.out, format::kManifestName, *manifest));
+  summary_.warnings = std::move(scan_.warnings);
+  summary_.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return summary_;
+}
+
+Status ValidateOptions(const PackOptions& o) {
+  if (o.src.empty() || o.out.empty()) return Status::InvalidArgument("SRC and OUT are required");
+  if (o.partitions == 0) return Status::InvalidArgument("--partitions must be at least 1");
+  if (o.partitions > 99999) return Status::InvalidArgument("--partitions must be at most 99999");
+  if (o.replicas == 0 || o.replicas > o.partitions) {
+    return Status::InvalidArgument("--replicas must be between 1 and the partition count");
+  }
+  if (o.frame_size < 4096) return Status::InvalidArgument("--frame-size must be at least 4096");
+  if (o.zstd_level < 0 || o.zstd_level > ZSTD_maxCLevel()) {
+    return Status::InvalidArgument("zstd level must be between 1 and " +
+                                   std::to_string(ZSTD_maxCLevel()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<int> ParseCompression(const std::string& spec) {
+  if (spec == "none") return 0;
+  if (spec == "zstd") return 3;
+  if (spec.rfind("zstd:", 0) == 0) {
+    const std::string lv = spec.substr(5);
+    char* end = nullptr;
+    long level = std::strtol(lv.c_str(), &end, 10);
+    if (!lv.empty() && *end == '\0' && level >= 1 && level <= ZSTD_maxCLevel()) {
+      return static_cast<int>(level);
+    }
+    return Status::InvalidArgument("bad zstd level '" + lv + "' (expected 1.." +
+                                   std::to_string(ZSTD_maxCLevel()) + ")");
+  }
+  return Status::InvalidArgument("bad --compress '" + spec +
+                                 "' (expected zstd, zstd:LEVEL or none)");
+}
+
+Result<PackSummary> Pack(const PackOptions& options) {
+  CLAIRFS_RETURN_IF_ERROR(ValidateOptions(options));
+  if (auto p = MakePlacement(options.placement); !p.ok()) return p.status();
+  bool created = false;
+  CLAIRFS_RETURN_IF_ERROR(PrepareOutDir(options.src, options.out, options.force, &created));
+  auto scan = ScanTree(options.src);
+  if (!scan.ok()) {
+    RemovePartialOutput(options.out, created);
+    return scan.status();
+  }
+  PackRun run(options, std::move(scan).value());
+  auto result = run.Run();
+  if (!result.ok()) RemovePartialOutput(options.out, created);
+  return result;
+}
+
+}  // namespace clairfs::pack

@@ -1,0 +1,46 @@
+// `clairfs-partition pack`: a source tree into OUT/manifest + OUT/part-*.
+//
+// Files are read and encoded by `threads` workers in parallel and appended to
+// their pack in manifest order, so two runs over the same tree lay out the
+// same packs. Packs are fsync'ed before the manifest is written (atomically,
+// last), so an interrupted or failed run never leaves a manifest behind; on
+// failure the packs written so far are removed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "partitioner/format/layout.hpp"
+#include "partitioner/format/status.hpp"
+
+namespace clairfs::pack {
+
+struct PackOptions {
+  std::string src;                     // source directory
+  std::string out;                     // output directory (created)
+  uint32_t partitions = 0;             // P >= 1; required
+  uint32_t replicas = 1;               // copies of each partition the daemons keep
+  int zstd_level = 3;                  // 0 = no compression
+  uint32_t frame_size = format::kDefaultFrameSize;
+  double min_saving = 0.05;            // compressed copy kept only if it saves this fraction
+  std::string placement = "balanced";  // balanced | hash | contiguous
+  std::vector<std::string> broadcast;  // globs of files stored once for every node
+  unsigned threads = 0;                // 0 = one per core
+  bool force = false;                  // replace an existing OUT
+  bool progress = false;               // draw a progress line on stderr
+};
+
+struct PackSummary {
+  uint64_t files = 0, directories = 0, broadcast_files = 0;
+  uint64_t raw_bytes = 0, stored_bytes = 0;
+  double seconds = 0;
+  std::vector<std::string> warnings;
+};
+
+Result<PackSummary> Pack(const PackOptions& options);
+
+// Parses "zstd", "zstd:LEVEL" or "none" into a zstd level (0 for none).
+Result<int> ParseCompression(const std::string& spec);
+
+}  // namespace clairfs::pack
