@@ -17,9 +17,11 @@ bool PayloadEncoder::TryCompress(const char* data, size_t size, std::vector<char
   // Output larger than this is not worth keeping, so zstd may stop early.
   size_t limit = static_cast<size_t>(static_cast<double>(size) * (1.0 - options_.min_saving));
   if (limit == 0) return false;
-  dst->resize(ZSTD_compressBound(size));
-  size_t n = ZSTD_compressCCtx(cctx_, dst->data(), dst->size(), data, size, options_.zstd_level);
-  if (ZSTD_isError(n) || n > limit) return false;
+  // A destination of exactly `limit` bytes lets zstd give up as soon as the
+  // output would not pay (dstSize_tooSmall), instead of finishing the file.
+  dst->resize(limit);
+  size_t n = ZSTD_compressCCtx(cctx_, dst->data(), limit, data, size, options_.zstd_level);
+  if (ZSTD_isError(n)) return false;
   dst->resize(n);
   return true;
 }
@@ -118,7 +120,8 @@ Status PayloadDecoder::DecodeWhole(const RandomAccessFile& pack, const PayloadLo
 Result<size_t> PayloadDecoder::Read(const RandomAccessFile& pack, const PayloadLocation& loc,
                                     uint64_t offset, size_t length, char* dst,
                                     const std::string& what) {
-  if (offset >= loc.size) return size_t{0};
+  // length 0 returns here: (offset + length - 1) below would underflow at offset 0.
+  if (offset >= loc.size || length == 0) return size_t{0};
   length = static_cast<size_t>(std::min<uint64_t>(length, loc.size - offset));
   if (loc.codec != Codec::kFramed) {
     if (offset == 0 && length == loc.size) {

@@ -67,6 +67,8 @@ Result<std::shared_ptr<const Manifest>> Manifest::Parse(std::vector<char> bytes,
   if (h->header_size != sizeof(ManifestHeader)) return Bad(source, "bad header size");
   if (h->node_count == 0) return Bad(source, "no root directory");
   if (h->frame_size == 0) return Bad(source, "frame size is zero");
+  // Bounded first, so that a huge string_bytes cannot wrap the size sum below.
+  if (h->string_bytes > n) return Bad(source, "string pool larger than the manifest");
   const uint64_t parts = uint64_t{h->partition_count} + 1;
   const uint64_t expect = sizeof(ManifestHeader) + parts * sizeof(PartitionRecord) +
                           uint64_t{h->node_count} * sizeof(NodeRecord) + h->string_bytes;
@@ -85,12 +87,20 @@ Result<std::shared_ptr<const Manifest>> Manifest::Parse(std::vector<char> bytes,
   // Structure: breadth-first order means the children of the directories, taken
   // in node order, are exactly nodes 1, 2, ..., node_count - 1.
   const uint32_t count = h->node_count;
-  uint32_t next_child = 1, files = 0;
+  // Every name is in range before any is read: the sort check below compares
+  // the names of children that the main loop has not reached yet.
   for (uint32_t i = 0; i < count; ++i) {
     const NodeRecord& r = m->nodes_[i];
     if (uint64_t{r.name_offset} + r.name_length > h->string_bytes) {
       return Bad(source, "node " + std::to_string(i) + " name out of range");
     }
+  }
+  uint32_t next_child = 1, files = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    const NodeRecord& r = m->nodes_[i];
+    // Node i must already be the child of an earlier directory; otherwise a
+    // directory could list itself as its own child and make a parent cycle.
+    if (i >= next_child && i != 0) return Bad(source, "nodes not reachable from the root");
     std::string_view nm(m->strings_ + r.name_offset, r.name_length);
     if (i == 0 ? (!nm.empty() || r.parent != 0) : !ValidName(nm)) {
       return Bad(source, "node " + std::to_string(i) + " has an invalid name");

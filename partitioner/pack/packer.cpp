@@ -1,7 +1,9 @@
 #include "partitioner/pack/packer.hpp"
 
 #include <fnmatch.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -32,15 +34,13 @@ struct WorkItem {
   uint32_t partition;  // P for the broadcast pack
 };
 
-// A pack being written: opened at its first file, closed after its last.
+// A pack being written: opened at its first file, closed after the last worker.
 struct PackSink {
   std::unique_ptr<format::BufferedWriter> writer;
   format::StreamingChecksum checksum;
-  uint32_t remaining = 0;  // files still to be written
   uint32_t files = 0;
   uint64_t raw_bytes = 0;
   uint64_t bytes = 0;
-  bool done = false;
 };
 
 bool MatchesBroadcast(const std::vector<std::string>& globs, const std::string& path) {
@@ -123,21 +123,24 @@ Status PackRun::Place() {
   auto policy = MakePlacement(o_.placement);
   if (!policy.ok()) return policy.status();
   std::vector<uint32_t> parts = (*policy)->Assign(placed, P);
-  std::vector<std::vector<uint32_t>> by_part(P);
-  for (size_t k = 0; k < placed_entry.size(); ++k) by_part[parts[k]].push_back(placed_entry[k]);
-  for (uint32_t p = 0; p < P; ++p) {
-    for (uint32_t e : by_part[p]) work_.push_back({e, p});
-  }
+  // Files are read and written in manifest order, which is the order of the
+  // source tree: a cold source is read close to sequentially, and every pack
+  // still receives its files in manifest order.
+  for (size_t k = 0; k < placed_entry.size(); ++k) work_.push_back({placed_entry[k], parts[k]});
   work_.insert(work_.end(), bcast.begin(), bcast.end());
+  std::sort(work_.begin(), work_.end(),
+            [](const WorkItem& a, const WorkItem& b) { return a.entry < b.entry; });
   summary_.broadcast_files = bcast.size();
   sinks_ = std::vector<PackSink>(P + 1);
-  for (const WorkItem& w : work_) ++sinks_[w.partition].remaining;
   return Status::Ok();
 }
 
 Status PackRun::OpenSink(uint32_t p) {
   PackSink& s = sinks_[p];
-  auto w = format::BufferedWriter::Create(o_.out + "/" + format::PackFileName(p, o_.partitions));
+  // Every pack may be open at once: their buffers share a fixed budget.
+  const size_t buffer = std::clamp<size_t>((256u << 20) / (o_.partitions + 1), 64u << 10, 4u << 20);
+  auto w = format::BufferedWriter::Create(o_.out + "/" + format::PackFileName(p, o_.partitions),
+                                          buffer);
   if (!w.ok()) return w.status();
   s.writer = std::move(w).value();
   const format::PackHeader h = format::MakePackHeader(dataset_id_, p);
@@ -149,7 +152,6 @@ Status PackRun::OpenSink(uint32_t p) {
 Status PackRun::CloseSink(uint32_t p) {
   PackSink& s = sinks_[p];
   if (!s.writer) CLAIRFS_RETURN_IF_ERROR(OpenSink(p));
-  s.done = true;
   return s.writer->Close(/*sync=*/true);
 }
 
@@ -172,7 +174,6 @@ Status PackRun::Write(const WorkItem& item, const char* raw, const format::Encod
   s.bytes += n;
   s.raw_bytes += e.size;
   ++s.files;
-  if (--s.remaining == 0) CLAIRFS_RETURN_IF_ERROR(CloseSink(item.partition));
   return Status::Ok();
 }
 
@@ -205,7 +206,9 @@ void PackRun::Worker() {
 }
 
 Status PackRun::WriteAll() {
-  unsigned threads = o_.threads ? o_.threads : std::max(1u, std::thread::hardware_concurrency());
+  // Twice the cores by default: while some workers wait on a cold read, the
+  // others compress.
+  unsigned threads = o_.threads ? o_.threads : 2 * std::max(1u, std::thread::hardware_concurrency());
   threads = static_cast<unsigned>(std::min<size_t>(threads, std::max<size_t>(1, work_.size())));
   Progress progress("packing", work_.size(), scan_.total_bytes, o_.progress);
   progress_ = &progress;
@@ -214,9 +217,9 @@ Status PackRun::WriteAll() {
   for (auto& t : pool) t.join();
   progress.Stop();
   if (failed_) return failure_;
-  for (uint32_t p = 0; p <= o_.partitions; ++p) {  // packs that received no file
-    if (!sinks_[p].done) CLAIRFS_RETURN_IF_ERROR(CloseSink(p));
-  }
+  // Packs are closed (and fsync'ed) only now, outside the write lock; a pack
+  // that received no file still gets its header.
+  for (uint32_t p = 0; p <= o_.partitions; ++p) CLAIRFS_RETURN_IF_ERROR(CloseSink(p));
   return Status::Ok();
 }
 
@@ -306,8 +309,26 @@ Result<int> ParseCompression(const std::string& spec) {
                                  "' (expected zstd, zstd:LEVEL or none)");
 }
 
+// Every pack may be open at once: make room for P + 1 descriptors and the
+// workers' source files.
+Status RaiseOpenFileLimit(uint32_t partitions) {
+  const rlim_t need = rlim_t{partitions} + 256;
+  struct rlimit rl;
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return Status::FromErrno(errno, "getrlimit");
+  if (rl.rlim_cur >= need) return Status::Ok();
+  rl.rlim_cur = std::min(need, rl.rlim_max);
+  if (::setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < need) {
+    return Status::InvalidArgument(std::to_string(partitions) +
+                                   " partitions need " + std::to_string(need) +
+                                   " open files, the limit is " + std::to_string(rl.rlim_max) +
+                                   " (raise `ulimit -n` or use fewer partitions)");
+  }
+  return Status::Ok();
+}
+
 Result<PackSummary> Pack(const PackOptions& options) {
   CLAIRFS_RETURN_IF_ERROR(ValidateOptions(options));
+  CLAIRFS_RETURN_IF_ERROR(RaiseOpenFileLimit(options.partitions));
   if (auto p = MakePlacement(options.placement); !p.ok()) return p.status();
   bool created = false;
   CLAIRFS_RETURN_IF_ERROR(PrepareOutDir(options.src, options.out, options.force, &created));

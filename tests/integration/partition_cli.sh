@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# clairfs-partition end to end on a tricky generated tree: pack, verify,
+# inspect, and every kind of bad input the CLI must name clearly.
+set -uo pipefail
+P="$CLAIRFS_BIN/clairfs-partition"
+PY=/usr/bin/python3
+T=$(mktemp -d "${TMPDIR:-/tmp}/clairfs-cli.XXXXXX")
+cleanup() { mountpoint -q "$T/small" 2>/dev/null && umount "$T/small"; rm -rf "$T"; }
+trap cleanup EXIT
+failures=0
+pass() { echo "ok   $*"; }
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+# expect_fail NAME PATTERN CMD...: CMD must exit non-zero and print PATTERN.
+expect_fail() {
+  local name=$1 pattern=$2; shift 2
+  local out; out=$("$@" 2>&1) && { fail "$name: succeeded"; echo "$out"; return; }
+  grep -q -- "$pattern" <<<"$out" && pass "$name" || { fail "$name: no '$pattern' in:"; echo "$out"; }
+}
+
+$PY "$CLAIRFS_SRC/tests/integration/make_tree.py" "$T/src" --small 10000 || exit 1
+mkfifo "$T/src/odd/fifo"
+nfiles=$(find -L "$T/src" -type f -printf x | wc -c)  # links inside SRC count as files
+
+# Pack, with a broadcast glob, small frames so many files are framed.
+out=$("$P" pack "$T/src" "$T/out" --partitions 8 --broadcast 'unicode/*' --frame-size 65536 \
+      --threads 3 2>"$T/pack.err") || { fail "pack"; cat "$T/pack.err"; }
+grep -q "packed $nfiles files" <<<"$out" && pass "pack summary" || fail "pack summary: $out"
+grep -q "odd/fifo: not a regular file" "$T/pack.err" && pass "fifo skipped with a warning" \
+  || fail "fifo warning missing"
+grep -q 'odd/new\\x0aline' "$T/pack.err" && pass "newline name warned" || fail "newline warning"
+[[ -f "$T/out/manifest" && -f "$T/out/part-00007" && -f "$T/out/part-bcast" ]] \
+  && pass "output files" || fail "output files: $(ls "$T/out")"
+
+"$P" verify "$T/out" "$T/src" >"$T/verify.out" 2>&1 && grep -q "identical" "$T/verify.out" \
+  && pass "verify identical" || { fail "verify"; cat "$T/verify.out"; }
+
+"$P" inspect "$T/out" --json >"$T/inspect.json" || fail "inspect --json"
+$PY - "$T/inspect.json" "$nfiles" <<'PYEOF' && pass "inspect --json" || fail "inspect --json content"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["files"] == int(sys.argv[2]), j["files"]
+assert j["broadcast_files"] == 3, j["broadcast_files"]
+assert j["partition_count"] == 8 and len(j["partitions"]) == 9
+assert sum(p["files"] for p in j["partitions"]) == j["files"]
+assert j["codecs"]["framed"] >= 2 and j["codecs"]["zstd"] > 0 and j["codecs"]["raw"] > 0
+assert j["raw_bytes"] > j["stored_bytes"] > 0
+assert j["balance_max_over_mean"] < 1.5, j["balance_max_over_mean"]
+assert j["largest"][0]["size"] >= j["largest"][1]["size"]
+PYEOF
+"$P" inspect "$T/out" | grep -q "largest files" && pass "inspect text" || fail "inspect text"
+
+# The other placements and no compression also round trip.
+for pl in hash contiguous; do
+  "$P" pack "$T/src" "$T/out-$pl" --partitions 3 --placement $pl --compress none >/dev/null 2>&1 \
+    && "$P" verify "$T/out-$pl" "$T/src" >/dev/null 2>&1 && pass "placement $pl round trip" \
+    || fail "placement $pl"
+done
+
+# verify names every difference.
+cp -a "$T/src" "$T/src2" 2>/dev/null
+rm "$T/src2/odd/fifo"
+printf 'X' | dd of="$T/src2/train/class_001/img_00001.jpg" bs=1 seek=0 conv=notrunc 2>/dev/null
+touch -d @0 "$T/src2/train/class_001/img_00001.jpg"
+echo extra >"$T/src2/extra-file"
+rm "$T/src2/train/class_002/img_00002.jpg"
+"$P" verify "$T/out" "$T/src2" >"$T/v2.out" 2>&1; rc=$?
+[[ $rc -eq 1 ]] && pass "verify exit 1 on differences" || fail "verify exit $rc"
+for pat in "extra-file: in the source but not in the pack" \
+           "class_002/img_00002.jpg: in the pack but not in the source" \
+           "class_001/img_00001.jpg: mtime differs"; do
+  grep -q "$pat" "$T/v2.out" && pass "verify names: $pat" || { fail "verify missing: $pat"; cat "$T/v2.out"; }
+done
+
+# A flipped byte in a pack is Corruption naming file and partition, never wrong bytes.
+cp -a "$T/out" "$T/bad"
+size=$(stat -c %s "$T/bad/part-00003")
+printf '\xff' | dd of="$T/bad/part-00003" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+"$P" verify "$T/bad" "$T/src" >"$T/v3.out" 2>&1; rc=$?
+[[ $rc -eq 1 ]] && grep -q "part-00003: pack checksum mismatch" "$T/v3.out" \
+  && grep -q "Corruption: .* in part-00003" "$T/v3.out" && pass "corrupt pack named" \
+  || { fail "corrupt pack ($rc)"; cat "$T/v3.out"; }
+cp "$T/out/manifest" "$T/bad/manifest"
+printf '\x00' | dd of="$T/bad/manifest" bs=1 seek=300 conv=notrunc 2>/dev/null
+expect_fail "corrupt manifest" "Corruption: .*manifest.*checksum mismatch" "$P" inspect "$T/bad"
+rm "$T/bad/part-00005"; cp "$T/out/manifest" "$T/bad/manifest"
+"$P" verify "$T/bad" "$T/src" >"$T/v4.out" 2>&1
+grep -q "part-00005: partition 5 pack is missing" "$T/v4.out" && pass "missing pack named" \
+  || { fail "missing pack"; cat "$T/v4.out"; }
+
+# Refusals.
+expect_fail "OUT exists" "exists; pass --force" "$P" pack "$T/src" "$T/out" --partitions 2
+"$P" pack "$T/src" "$T/out" --partitions 2 --force >/dev/null 2>&1 && \
+  "$P" verify "$T/out" "$T/src" >/dev/null 2>&1 && [[ ! -e "$T/out/part-00007" ]] \
+  && pass "--force replaces, stale packs removed" || fail "--force"
+mkdir "$T/foreign"; touch "$T/foreign/notes.txt"
+expect_fail "--force keeps foreign files" "refusing to replace" \
+  "$P" pack "$T/src" "$T/foreign" --partitions 2 --force
+expect_fail "OUT = SRC" "same directory as SRC" "$P" pack "$T/src" "$T/src/" --partitions 1
+expect_fail "OUT inside SRC" "is inside SRC" "$P" pack "$T/src" "$T/src/sub/out" --partitions 1
+[[ ! -e "$T/src/sub" ]] && pass "nothing written into SRC" || fail "wrote into SRC"
+mkdir -p "$T/links/d"; echo hi >"$T/links/d/f"
+ln -s /etc/hostname "$T/links/escape"; ln -s .. "$T/links/d/up"; ln -s missing "$T/links/dangling"
+"$P" pack "$T/links" "$T/out-links" --partitions 1 >"$T/links.out" 2>&1; rc=$?
+[[ $rc -eq 1 ]] && grep -q "escape: symlink escapes" "$T/links.out" \
+  && grep -q "d/up: symlink loops" "$T/links.out" && grep -q "dangling: symlink is broken" "$T/links.out" \
+  && [[ ! -e "$T/out-links" ]] && pass "bad links all named, nothing written" \
+  || { fail "bad links ($rc)"; cat "$T/links.out"; }
+expect_fail "bad --compress" "bad --compress" "$P" pack "$T/src" "$T/o" --partitions 1 --compress lz4
+expect_fail "bad level" "bad zstd level" "$P" pack "$T/src" "$T/o" --partitions 1 --compress zstd:99
+expect_fail "no --partitions" "partitions P is required" "$P" pack "$T/src" "$T/o"
+expect_fail "bad placement" "unknown placement" "$P" pack "$T/src" "$T/o" --partitions 1 --placement x
+expect_fail "no manifest" "no manifest" "$P" inspect "$T/src"
+
+# Symlinks inside SRC store the target's content.
+cmp -s <("$P" verify "$T/out" "$T/src" | tail -1 | grep -o identical) <(echo identical) \
+  && pass "links inside SRC followed" || fail "links"
+
+# Root only: a full disk mid-pack, and a file root can read but others cannot.
+if [[ $(id -u) -eq 0 ]] && mkdir "$T/small" && mount -t tmpfs -o size=4M tmpfs "$T/small" 2>/dev/null; then
+  expect_fail "full disk" "NoSpace: write .*No space left on device" \
+    "$P" pack "$T/src" "$T/small/out" --partitions 2
+  [[ -z "$(ls -A "$T/small")" ]] && pass "full disk leaves nothing behind" || fail "full disk left: $(ls -R "$T/small")"
+  umount "$T/small"
+else
+  echo "skip full-disk case: needs root to mount a small tmpfs"
+fi
+if [[ $(id -u) -eq 0 ]] && command -v setpriv >/dev/null; then
+  mkdir -p "$T/perm/src"; echo secret >"$T/perm/src/locked"; chmod 000 "$T/perm/src/locked"
+  echo open >"$T/perm/src/open"; chmod 755 "$T" "$T/perm"; chmod 777 "$T/perm"
+  expect_fail "unreadable file" "locked: unreadable" \
+    setpriv --reuid=nobody --regid=nogroup --clear-groups "$P" pack "$T/perm/src" "$T/perm/out" --partitions 1
+else
+  echo "skip unreadable-file case: needs root and setpriv to run as another user"
+fi
+
+echo "$failures failures"
+[[ $failures -eq 0 ]]
