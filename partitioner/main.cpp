@@ -22,8 +22,8 @@ constexpr char kUsage[] =
     "  clairfs-partition pack SRC OUT --partitions P [--replicas K]\n"
     "      [--compress zstd[:LEVEL]|none] [--placement balanced|hash|contiguous]\n"
     "      [--broadcast GLOB]... [--threads T] [--force]\n"
-    "      [--frame-size BYTES] [--min-saving PERCENT]\n"
-    "  clairfs-partition verify OUT SRC [--threads T]\n"
+    "      [--frame-size BYTES] [--min-saving PERCENT] [--external-links refuse|skip|follow]\n"
+    "  clairfs-partition verify OUT SRC [--threads T] [--external-links refuse|skip|follow]\n"
     "  clairfs-partition inspect OUT [--json]\n"
     "\n"
     "pack     writes OUT/manifest and OUT/part-NNNNN (+ OUT/part-bcast) from the tree SRC\n"
@@ -57,6 +57,8 @@ int RunPack(Args& a) {
   a.Value("--frame-size", &frame);
   a.Value("--min-saving", &min_saving_pct);
   o.force = a.Flag("--force");
+  std::string links = "refuse";
+  a.Value("--external-links", &links);
   if (!a.Positionals(2, &o.src, &o.out)) return UsageError(a.error());
   if (!a.error().empty()) return UsageError(a.error());
   if (partitions == 0) return UsageError("--partitions P is required (P >= 1)");
@@ -68,6 +70,9 @@ int RunPack(Args& a) {
   }
   auto level = clairfs::pack::ParseCompression(compress);
   if (!level.ok()) return UsageError(level.status().message());
+  auto external = clairfs::pack::ParseExternalLinks(links);
+  if (!external.ok()) return UsageError(external.status().message());
+  o.external_links = *external;
   o.partitions = static_cast<uint32_t>(partitions);
   o.replicas = static_cast<uint32_t>(replicas);
   o.threads = static_cast<unsigned>(threads);
@@ -94,9 +99,14 @@ int RunPack(Args& a) {
 int RunVerify(Args& a) {
   clairfs::pack::VerifyOptions o;
   uint64_t threads = 0;
+  std::string links = "refuse";
   a.Value("--threads", &threads);
+  a.Value("--external-links", &links);
   if (!a.Positionals(2, &o.out, &o.src)) return UsageError(a.error());
   if (!a.error().empty()) return UsageError(a.error());
+  auto external = clairfs::pack::ParseExternalLinks(links);
+  if (!external.ok()) return UsageError(external.status().message());
+  o.external_links = *external;
   o.threads = static_cast<unsigned>(threads);
   o.progress = clairfs::pack::Progress::StderrIsTerminal();
   auto r = clairfs::pack::Verify(o);

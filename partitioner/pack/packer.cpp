@@ -332,7 +332,7 @@ Result<PackSummary> Pack(const PackOptions& options) {
   if (auto p = MakePlacement(options.placement); !p.ok()) return p.status();
   bool created = false;
   CLAIRFS_RETURN_IF_ERROR(PrepareOutDir(options.src, options.out, options.force, &created));
-  auto scan = ScanTree(options.src);
+  auto scan = ScanTree(options.src, options.external_links);
   if (!scan.ok()) {
     RemovePartialOutput(options.out, created);
     return scan.status();

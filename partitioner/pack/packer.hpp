@@ -13,6 +13,7 @@
 
 #include "partitioner/format/layout.hpp"
 #include "partitioner/format/status.hpp"
+#include "partitioner/pack/scan.hpp"
 
 namespace clairfs::pack {
 
@@ -28,6 +29,7 @@ struct PackOptions {
   std::vector<std::string> broadcast;  // globs of files stored once for every node
   unsigned threads = 0;                // 0 = one per core
   bool force = false;                  // replace an existing OUT
+  ExternalLinks external_links = ExternalLinks::kRefuse;  // links leaving SRC
   bool progress = false;               // draw a progress line on stderr
 };
 

@@ -59,7 +59,8 @@ bool IsWithin(const std::string& path, const std::string& root) {
 
 class Scanner {
  public:
-  explicit Scanner(std::string root) : root_(std::move(root)) {}
+  Scanner(std::string root, ExternalLinks external)
+      : root_(std::move(root)), external_(external) {}
 
   Result<ScanResult> Run() {
     int err;
@@ -161,14 +162,25 @@ class Scanner {
     int err;
     std::string target = RealPath(source, &err);
     if (target.empty()) {
+      if (err != ELOOP && external_ == ExternalLinks::kSkip) {
+        out_.warnings.push_back(Printable(rel) + ": broken symlink skipped");
+        return false;
+      }
       errors_.push_back(Printable(rel) + ": symlink " +
                         (err == ELOOP ? "loops" : std::string("is broken: ") + std::strerror(err)));
       return false;
     }
     if (!IsWithin(target, real_root_)) {
-      errors_.push_back(Printable(rel) + ": symlink escapes the source tree (to " +
-                        Printable(target) + ")");
-      return false;
+      if (external_ == ExternalLinks::kSkip) {
+        out_.warnings.push_back(Printable(rel) + ": symlink to " + Printable(target) +
+                                " outside the source tree skipped");
+        return false;
+      }
+      if (external_ == ExternalLinks::kRefuse) {
+        errors_.push_back(Printable(rel) + ": symlink escapes the source tree (to " +
+                          Printable(target) + "; see --external-links)");
+        return false;
+      }
     }
     if (::stat(target.c_str(), st) != 0) {
       errors_.push_back(Printable(rel) + ": " + std::strerror(errno));
@@ -189,6 +201,7 @@ class Scanner {
   }
 
   std::string root_;
+  ExternalLinks external_;
   std::string real_root_;
   ScanResult out_;
   std::vector<std::string> errors_;
@@ -196,7 +209,17 @@ class Scanner {
 
 }  // namespace
 
-Result<ScanResult> ScanTree(const std::string& root) { return Scanner(root).Run(); }
+Result<ScanResult> ScanTree(const std::string& root, ExternalLinks external) {
+  return Scanner(root, external).Run();
+}
+
+Result<ExternalLinks> ParseExternalLinks(const std::string& name) {
+  if (name == "refuse") return ExternalLinks::kRefuse;
+  if (name == "skip") return ExternalLinks::kSkip;
+  if (name == "follow") return ExternalLinks::kFollow;
+  return Status::InvalidArgument("bad --external-links '" + name +
+                                 "' (expected refuse, skip or follow)");
+}
 
 std::string EntryPath(const std::vector<ScanEntry>& entries, uint32_t i) {
   std::vector<const std::string*> parts;

@@ -34,10 +34,21 @@ struct ScanResult {
   uint64_t total_bytes = 0;
 };
 
+// What to do with a symlink whose target is outside the tree, or missing.
+enum class ExternalLinks {
+  kRefuse,  // an error (default): the pack would depend on files outside SRC
+  kSkip,    // left out, with a warning
+  kFollow,  // stored as the target's content, like `cp -rL` (missing targets still refused)
+};
+
 // Scans `root`. Every problem that makes the tree unpackable (unreadable
 // directory, escaping or looping link) is collected; if there are any the
 // result is an error listing them.
-Result<ScanResult> ScanTree(const std::string& root);
+Result<ScanResult> ScanTree(const std::string& root,
+                            ExternalLinks external = ExternalLinks::kRefuse);
+
+// "refuse", "skip" or "follow".
+Result<ExternalLinks> ParseExternalLinks(const std::string& name);
 
 // The path of entry i relative to the root ("" for the root).
 std::string EntryPath(const std::vector<ScanEntry>& entries, uint32_t i);

@@ -110,7 +110,7 @@ Result<VerifyReport> Verify(const VerifyOptions& o) {
   auto loaded = Manifest::Load(o.out);
   if (!loaded.ok()) return loaded.status();
   const Manifest& m = **loaded;
-  auto scanned = ScanTree(o.src);
+  auto scanned = ScanTree(o.src, o.external_links);
   if (!scanned.ok()) return scanned.status();
   const ScanResult& scan = *scanned;
   VerifyReport report;

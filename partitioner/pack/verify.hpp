@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "partitioner/format/status.hpp"
+#include "partitioner/pack/scan.hpp"
 
 namespace clairfs::pack {
 
@@ -14,6 +15,7 @@ struct VerifyOptions {
   std::string out;
   std::string src;
   unsigned threads = 0;   // 0 = one per core
+  ExternalLinks external_links = ExternalLinks::kRefuse;  // as given to pack
   bool progress = false;  // draw a progress line on stderr
 };
 

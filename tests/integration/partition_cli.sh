@@ -105,6 +105,18 @@ ln -s /etc/hostname "$T/links/escape"; ln -s .. "$T/links/d/up"; ln -s missing "
   && grep -q "d/up: symlink loops" "$T/links.out" && grep -q "dangling: symlink is broken" "$T/links.out" \
   && [[ ! -e "$T/out-links" ]] && pass "bad links all named, nothing written" \
   || { fail "bad links ($rc)"; cat "$T/links.out"; }
+rm "$T/links/d/up"
+"$P" pack "$T/links" "$T/out-skip" --partitions 1 --external-links skip >/dev/null 2>"$T/skip.err" \
+  && grep -q "escape: symlink to /etc/hostname outside the source tree skipped" "$T/skip.err" \
+  && grep -q "dangling: broken symlink skipped" "$T/skip.err" \
+  && "$P" verify "$T/out-skip" "$T/links" --external-links skip >/dev/null \
+  && pass "--external-links skip" || { fail "--external-links skip"; cat "$T/skip.err"; }
+expect_fail "--external-links follow still refuses a broken link" "dangling: symlink is broken" \
+  "$P" pack "$T/links" "$T/out-follow" --partitions 1 --external-links follow
+rm "$T/links/dangling"
+"$P" pack "$T/links" "$T/out-follow" --partitions 1 --external-links follow >/dev/null 2>&1 \
+  && "$P" verify "$T/out-follow" "$T/links" --external-links follow >/dev/null \
+  && pass "--external-links follow stores the target" || fail "--external-links follow"
 expect_fail "bad --compress" "bad --compress" "$P" pack "$T/src" "$T/o" --partitions 1 --compress lz4
 expect_fail "bad level" "bad zstd level" "$P" pack "$T/src" "$T/o" --partitions 1 --compress zstd:99
 expect_fail "no --partitions" "partitions P is required" "$P" pack "$T/src" "$T/o"
