@@ -105,6 +105,13 @@ Result<std::shared_ptr<const Manifest>> Manifest::Parse(std::vector<char> bytes,
     if (i == 0 ? (!nm.empty() || r.parent != 0) : !ValidName(nm)) {
       return Bad(source, "node " + std::to_string(i) + " has an invalid name");
     }
+    if (i == 0 && r.kind != static_cast<uint8_t>(NodeKind::kDirectory)) {
+      return Bad(source, "the root is not a directory");
+    }
+    const bool dir_mode = (r.mode & 0170000) == 0040000;
+    if (dir_mode != (r.kind == static_cast<uint8_t>(NodeKind::kDirectory))) {
+      return Bad(source, "node " + std::to_string(i) + " mode does not match its kind");
+    }
     if (r.kind == static_cast<uint8_t>(NodeKind::kDirectory)) {
       if (r.offset != next_child || r.stored_size > count - next_child) {
         return Bad(source, "directory node " + std::to_string(i) + " has a bad child range");

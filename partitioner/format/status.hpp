@@ -68,7 +68,11 @@ template <typename T>
 class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}
-  Result(Status status) : v_(std::move(status)) {}
+  // An OK status carries no value: it becomes an error here rather than a
+  // Result whose ok() and status().ok() disagree.
+  Result(Status status)
+      : v_(status.ok() ? Status::InvalidArgument("internal: Result built from an OK status")
+                       : std::move(status)) {}
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   const Status& status() const {

@@ -1,0 +1,200 @@
+#include "fs/net/endpoint.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace clairfs::fs {
+
+Endpoint::Endpoint(int rank, int size, Transport::ServeFn serve, int server_threads,
+                   size_t max_queued_requests)
+    : rank_(rank),
+      size_(size),
+      serve_(std::move(serve)),
+      max_queued_(max_queued_requests),
+      out_requests_(size),
+      out_replies_(size) {
+  for (int i = 0; i < server_threads; ++i) servers_.emplace_back([this] { ServerLoop(); });
+}
+
+Endpoint::~Endpoint() { Stop(); }
+
+void Endpoint::Read(int peer, const PackRead& read, SteadyClock::time_point deadline,
+                    Transport::ReplyFn done) {
+  if (peer < 0 || peer >= size_ || peer == rank_) {
+    done(Status::InvalidArgument("no peer rank " + std::to_string(peer)));
+    return;
+  }
+  {
+    std::lock_guard lk(mu_);
+    if (!stopped_) {
+      const uint64_t id = next_id_++;
+      pending_.emplace(id, Pending{peer, deadline, std::move(done)});
+      deadlines_.emplace(deadline, id);
+      out_requests_[peer].push_back({id, read});
+      has_outgoing_ = true;
+      counters_.reads_sent++;
+      out_cv_.notify_one();
+      return;
+    }
+  }
+  done(Status::IOError("transport stopped", ESHUTDOWN));
+}
+
+std::vector<OutMessage> Endpoint::TakeOutgoing() {
+  std::vector<OutMessage> out;
+  std::lock_guard lk(mu_);
+  if (!has_outgoing_) return out;
+  for (int p = 0; p < size_; ++p) {
+    auto& reqs = out_requests_[p];
+    while (!reqs.empty()) {  // batches of at most kMaxBatch
+      const size_t n = std::min<size_t>(reqs.size(), wire::kMaxBatch);
+      std::vector<wire::Request> batch(reqs.begin(), reqs.begin() + n);
+      reqs.erase(reqs.begin(), reqs.begin() + n);
+      out.push_back({p, MessageKind::kRequests, wire::EncodeRequests(batch)});
+    }
+    auto& reps = out_replies_[p];
+    while (!reps.empty()) {
+      const size_t n = std::min<size_t>(reps.size(), wire::kMaxBatch);
+      std::vector<wire::Reply> batch(std::make_move_iterator(reps.begin()),
+                                     std::make_move_iterator(reps.begin() + n));
+      reps.erase(reps.begin(), reps.begin() + n);
+      out.push_back({p, MessageKind::kReplies, wire::EncodeReplies(batch)});
+    }
+  }
+  has_outgoing_ = false;
+  return out;
+}
+
+void Endpoint::Deliver(int peer, MessageKind kind, const char* data, size_t size) {
+  if (kind == MessageKind::kRequests) {
+    auto reqs = wire::DecodeRequests(data, size);
+    if (!reqs.ok()) {
+      counters_.rejected_messages++;
+      return;
+    }
+    std::lock_guard lk(mu_);
+    for (auto& r : *reqs) {
+      if (jobs_.size() >= max_queued_) {  // overloaded: answer at once, never grow without bound
+        out_replies_[peer].push_back({r.id, EBUSY, {}});
+        has_outgoing_ = true;
+        continue;
+      }
+      jobs_.push_back({peer, r});
+    }
+    job_cv_.notify_all();
+    out_cv_.notify_one();
+    return;
+  }
+  auto replies = wire::DecodeReplies(data, size);
+  if (!replies.ok()) {
+    counters_.rejected_messages++;
+    return;
+  }
+  for (auto& r : *replies) {
+    counters_.replies_received++;
+    if (r.err) {
+      Complete(r.id, Status::IOError("peer " + std::to_string(peer) + ": " + std::strerror(r.err),
+                                     r.err));
+    } else {
+      Complete(r.id, std::move(r.data));
+    }
+  }
+}
+
+void Endpoint::Complete(uint64_t id, Result<std::vector<char>> result) {
+  Transport::ReplyFn done;
+  {
+    std::lock_guard lk(mu_);
+    auto it = pending_.find(id);
+    if (it == pending_.end()) {
+      counters_.unknown_replies++;
+      return;
+    }
+    done = std::move(it->second.done);
+    auto range = deadlines_.equal_range(it->second.deadline);
+    for (auto d = range.first; d != range.second; ++d) {
+      if (d->second == id) {
+        deadlines_.erase(d);
+        break;
+      }
+    }
+    pending_.erase(it);
+  }
+  done(std::move(result));
+}
+
+SteadyClock::time_point Endpoint::ExpireDeadlines(SteadyClock::time_point now) {
+  std::vector<std::pair<int, Transport::ReplyFn>> expired;
+  SteadyClock::time_point next = SteadyClock::time_point::max();
+  {
+    std::lock_guard lk(mu_);
+    while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+      const uint64_t id = deadlines_.begin()->second;
+      deadlines_.erase(deadlines_.begin());
+      auto it = pending_.find(id);
+      if (it == pending_.end()) continue;
+      expired.emplace_back(it->second.peer, std::move(it->second.done));
+      pending_.erase(it);
+    }
+    if (!deadlines_.empty()) next = deadlines_.begin()->first;
+  }
+  for (auto& [peer, done] : expired) {
+    counters_.timeouts++;
+    done(Status::IOError("peer " + std::to_string(peer) + " did not answer in time", ETIMEDOUT));
+  }
+  return next;
+}
+
+void Endpoint::WaitForOutgoing(SteadyClock::time_point until) {
+  std::unique_lock lk(mu_);
+  out_cv_.wait_until(lk, until, [this] { return has_outgoing_ || stopped_; });
+}
+
+void Endpoint::ServerLoop() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock lk(mu_);
+      job_cv_.wait(lk, [this] { return stopped_ || !jobs_.empty(); });
+      if (stopped_) return;
+      job = jobs_.front();
+      jobs_.pop_front();
+    }
+    wire::Reply reply{job.request.id, 0, {}};
+    const PackRead& r = job.request.read;
+    if (r.length > kMaxReadBytes) {
+      reply.err = EINVAL;
+    } else {
+      auto data = serve_(job.peer, r);
+      if (data.ok()) {
+        reply.data = std::move(data).value();
+        counters_.requests_served++;
+        counters_.bytes_served += reply.data.size();
+      } else {
+        reply.err = data.status().err() ? data.status().err() : EIO;
+      }
+    }
+    std::lock_guard lk(mu_);
+    out_replies_[job.peer].push_back(std::move(reply));
+    has_outgoing_ = true;
+    out_cv_.notify_one();
+  }
+}
+
+void Endpoint::Stop() {
+  std::unordered_map<uint64_t, Pending> pending;
+  {
+    std::lock_guard lk(mu_);
+    if (stopped_ && servers_.empty()) return;
+    stopped_ = true;
+    pending.swap(pending_);
+    deadlines_.clear();
+  }
+  job_cv_.notify_all();
+  out_cv_.notify_all();
+  for (auto& t : servers_) t.join();
+  servers_.clear();
+  for (auto& [id, p] : pending) p.done(Status::IOError("transport stopped", ESHUTDOWN));
+}
+
+}  // namespace clairfs::fs

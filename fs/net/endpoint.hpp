@@ -1,0 +1,97 @@
+// Endpoint: the request/reply logic of a Transport above any message layer.
+//
+// A transport's progress thread moves bytes; the Endpoint decides what they
+// mean. Reads are queued per peer and leave as one request batch per peer;
+// incoming request batches go to a bounded queue served by `server_threads`
+// threads, whose replies are batched per peer the same way; incoming replies
+// complete their reads by id. A reply for an unknown id (late, duplicated or
+// forged) is counted and dropped. Deadlines are enforced here.
+//
+// Thread-safe. Lock order: mu_ only (callbacks always run without it).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "fs/net/protocol.hpp"
+#include "fs/net/transport.hpp"
+
+namespace clairfs::fs {
+
+enum class MessageKind : int { kRequests = 1, kReplies = 2 };
+
+struct OutMessage {
+  int peer;
+  MessageKind kind;
+  std::vector<char> bytes;
+};
+
+struct EndpointCounters {
+  std::atomic<uint64_t> reads_sent{0}, replies_received{0}, timeouts{0};
+  std::atomic<uint64_t> requests_served{0}, bytes_served{0}, rejected_messages{0};
+  std::atomic<uint64_t> unknown_replies{0};
+};
+
+class Endpoint {
+ public:
+  Endpoint(int rank, int size, Transport::ServeFn serve, int server_threads,
+           size_t max_queued_requests = 4096);
+  ~Endpoint();
+
+  // Client side.
+  void Read(int peer, const PackRead& read, SteadyClock::time_point deadline,
+            Transport::ReplyFn done);
+
+  // Progress side: messages ready to send (at most one request and one reply
+  // batch per peer), and incoming messages.
+  std::vector<OutMessage> TakeOutgoing();
+  void Deliver(int peer, MessageKind kind, const char* data, size_t size);
+  // Fails reads whose deadline has passed; returns the next deadline.
+  SteadyClock::time_point ExpireDeadlines(SteadyClock::time_point now);
+  // Blocks until there is something to send or `until`, whichever is first.
+  void WaitForOutgoing(SteadyClock::time_point until);
+  // Completes every outstanding read with an error and stops the servers.
+  void Stop();
+
+  const EndpointCounters& counters() const { return counters_; }
+
+ private:
+  struct Pending {
+    int peer;
+    SteadyClock::time_point deadline;
+    Transport::ReplyFn done;
+  };
+  struct Job {
+    int peer;
+    wire::Request request;
+  };
+  void ServerLoop();
+  void Complete(uint64_t id, Result<std::vector<char>> result);
+
+  const int rank_, size_;
+  const Transport::ServeFn serve_;
+  const size_t max_queued_;
+  EndpointCounters counters_;
+
+  std::mutex mu_;
+  std::condition_variable out_cv_;  // something to send
+  std::condition_variable job_cv_;  // a request to serve, or stop
+  bool stopped_ = false;
+  uint64_t next_id_ = 1;
+  std::unordered_map<uint64_t, Pending> pending_;
+  std::multimap<SteadyClock::time_point, uint64_t> deadlines_;
+  std::vector<std::vector<wire::Request>> out_requests_;  // per peer
+  std::vector<std::vector<wire::Reply>> out_replies_;     // per peer
+  bool has_outgoing_ = false;
+  std::deque<Job> jobs_;
+  std::vector<std::thread> servers_;
+};
+
+}  // namespace clairfs::fs

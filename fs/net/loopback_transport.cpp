@@ -1,0 +1,118 @@
+#include "fs/net/loopback_transport.hpp"
+
+#include <algorithm>
+
+namespace clairfs::fs {
+
+LoopbackFabric::LoopbackFabric(int size) : size_(size), inbox_(size), dead_(size, false) {}
+
+void LoopbackFabric::SetDead(int rank, bool dead) {
+  std::lock_guard lk(mu_);
+  dead_[rank] = dead;
+  if (dead) inbox_[rank].clear();
+}
+
+void LoopbackFabric::SetDelay(std::chrono::microseconds delay) {
+  std::lock_guard lk(mu_);
+  delay_ = delay;
+}
+
+void LoopbackFabric::SetReorder(bool reorder) {
+  std::lock_guard lk(mu_);
+  reorder_ = reorder;
+}
+
+void LoopbackFabric::Inject(int from, int to, MessageKind kind, std::vector<char> bytes) {
+  Send(from, to, kind, std::move(bytes));
+}
+
+void LoopbackFabric::Send(int from, int to, MessageKind kind, std::vector<char> bytes) {
+  std::lock_guard lk(mu_);
+  if (to < 0 || to >= size_ || dead_[to] || dead_[from]) return;
+  auto& q = inbox_[to];
+  Message m{SteadyClock::now() + delay_, from, kind, std::move(bytes)};
+  if (reorder_ && !q.empty()) {
+    q.insert(q.begin() + static_cast<long>(rng_() % (q.size() + 1)), std::move(m));
+  } else {
+    q.push_back(std::move(m));
+  }
+}
+
+std::vector<LoopbackFabric::Message> LoopbackFabric::Receive(int rank) {
+  std::vector<Message> out;
+  std::lock_guard lk(mu_);
+  const auto now = SteadyClock::now();
+  auto& q = inbox_[rank];
+  for (auto it = q.begin(); it != q.end();) {
+    if (it->ready <= now) {
+      out.push_back(std::move(*it));
+      it = q.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return out;
+}
+
+Status LoopbackFabric::Broadcast(int rank, std::vector<char>* bytes, int root) {
+  std::unique_lock lk(mu_);
+  if (rank == root) {
+    bcast_[root] = *bytes;
+    bcast_taken_ = 0;
+    bcast_cv_.notify_all();
+    // Wait until every other rank has its copy, as MPI_Bcast would.
+    bcast_cv_.wait(lk, [&] { return bcast_taken_ == size_ - 1; });
+    bcast_.erase(root);
+    return Status::Ok();
+  }
+  bcast_cv_.wait(lk, [&] { return bcast_.count(root) > 0; });
+  *bytes = bcast_[root];
+  ++bcast_taken_;
+  bcast_cv_.notify_all();
+  return Status::Ok();
+}
+
+LoopbackTransport::LoopbackTransport(std::shared_ptr<LoopbackFabric> fabric, int rank,
+                                     int server_threads)
+    : fabric_(std::move(fabric)), rank_(rank), server_threads_(server_threads) {}
+
+LoopbackTransport::~LoopbackTransport() { Stop(); }
+
+Status LoopbackTransport::Broadcast(std::vector<char>* bytes, int root) {
+  return fabric_->Broadcast(rank_, bytes, root);
+}
+
+Status LoopbackTransport::Start(ServeFn serve) {
+  endpoint_ = std::make_unique<Endpoint>(rank_, fabric_->size(), std::move(serve),
+                                         server_threads_);
+  progress_ = std::thread([this] { Progress(); });
+  return Status::Ok();
+}
+
+void LoopbackTransport::Read(int peer, const PackRead& read, SteadyClock::time_point deadline,
+                             ReplyFn done) {
+  if (!endpoint_) {
+    done(Status::IOError("transport not started", ESHUTDOWN));
+    return;
+  }
+  endpoint_->Read(peer, read, deadline, std::move(done));
+}
+
+void LoopbackTransport::Progress() {
+  while (!stop_) {
+    for (auto& m : endpoint_->TakeOutgoing()) fabric_->Send(rank_, m.peer, m.kind, std::move(m.bytes));
+    for (auto& m : fabric_->Receive(rank_)) endpoint_->Deliver(m.from, m.kind, m.bytes.data(), m.bytes.size());
+    const auto now = SteadyClock::now();
+    const auto next = endpoint_->ExpireDeadlines(now);
+    endpoint_->WaitForOutgoing(std::min(next, now + std::chrono::microseconds(200)));
+  }
+}
+
+void LoopbackTransport::Stop() {
+  if (!endpoint_) return;
+  stop_ = true;
+  if (progress_.joinable()) progress_.join();
+  endpoint_->Stop();
+}
+
+}  // namespace clairfs::fs

@@ -1,0 +1,85 @@
+// LoopbackTransport: N ranks inside one process, for tests and the simulator.
+//
+// A LoopbackFabric connects the ranks; each rank's transport runs the same
+// Endpoint logic as MpiTransport on its own progress thread. The fabric can
+// inject faults: a dead rank (messages to and from it vanish), a delay per
+// message, reordering, and raw bytes as if sent by a peer.
+// Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "fs/net/endpoint.hpp"
+#include "fs/net/transport.hpp"
+
+namespace clairfs::fs {
+
+class LoopbackFabric {
+ public:
+  explicit LoopbackFabric(int size);
+  int size() const { return size_; }
+
+  void SetDead(int rank, bool dead);
+  void SetDelay(std::chrono::microseconds delay);
+  void SetReorder(bool reorder);
+  // Delivers `bytes` to `to` as a message of `kind` from `from`.
+  void Inject(int from, int to, MessageKind kind, std::vector<char> bytes);
+
+ private:
+  friend class LoopbackTransport;
+  struct Message {
+    SteadyClock::time_point ready;
+    int from;
+    MessageKind kind;
+    std::vector<char> bytes;
+  };
+  void Send(int from, int to, MessageKind kind, std::vector<char> bytes);
+  // Messages for `rank` whose time has come.
+  std::vector<Message> Receive(int rank);
+  Status Broadcast(int rank, std::vector<char>* bytes, int root);
+
+  const int size_;
+  std::mutex mu_;
+  std::condition_variable bcast_cv_;
+  std::vector<std::deque<Message>> inbox_;
+  std::vector<bool> dead_;
+  std::chrono::microseconds delay_{0};
+  bool reorder_ = false;
+  std::mt19937 rng_{12345};
+  std::map<int, std::vector<char>> bcast_;  // root -> bytes of the current broadcast
+  int bcast_taken_ = 0;
+};
+
+class LoopbackTransport final : public Transport {
+ public:
+  LoopbackTransport(std::shared_ptr<LoopbackFabric> fabric, int rank, int server_threads = 2);
+  ~LoopbackTransport() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return fabric_->size(); }
+  Status Broadcast(std::vector<char>* bytes, int root) override;
+  Status Start(ServeFn serve) override;
+  void Read(int peer, const PackRead& read, SteadyClock::time_point deadline,
+            ReplyFn done) override;
+  void Stop() override;
+  const EndpointCounters* counters() const { return endpoint_ ? &endpoint_->counters() : nullptr; }
+
+ private:
+  void Progress();
+  const std::shared_ptr<LoopbackFabric> fabric_;
+  const int rank_;
+  const int server_threads_;
+  std::unique_ptr<Endpoint> endpoint_;
+  std::atomic<bool> stop_{false};
+  std::thread progress_;
+};
+
+}  // namespace clairfs::fs

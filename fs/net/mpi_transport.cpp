@@ -1,0 +1,153 @@
+#include "fs/net/mpi_transport.hpp"
+
+#include <mpi.h>
+
+#include <cstdlib>
+#include <list>
+
+namespace clairfs::fs {
+namespace {
+
+std::string MpiError(int code) {
+  char buf[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(code, buf, &len);
+  return std::string(buf, static_cast<size_t>(len));
+}
+
+}  // namespace
+
+bool LaunchedByMpi() {
+  for (const char* v : {"PMI_RANK", "PMI_FD", "PMIX_RANK", "MPI_LOCALRANKID"}) {
+    if (std::getenv(v) != nullptr) return true;
+  }
+  return false;
+}
+
+Result<std::unique_ptr<MpiTransport>> MpiTransport::Init(int* argc, char*** argv,
+                                                         int server_threads) {
+  int provided = 0;
+  int rc = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
+  if (rc != MPI_SUCCESS) return Status::IOError("MPI_Init_thread: " + MpiError(rc));
+  if (provided < MPI_THREAD_SERIALIZED) {
+    MPI_Finalize();
+    return Status::Unsupported("the MPI library does not provide MPI_THREAD_SERIALIZED");
+  }
+  // Errors come back as codes: a dead peer must not end this daemon.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return std::unique_ptr<MpiTransport>(new MpiTransport(rank, size, server_threads));
+}
+
+MpiTransport::~MpiTransport() {
+  Stop();
+  if (!skip_finalize_) MPI_Finalize();
+}
+
+Status MpiTransport::Broadcast(std::vector<char>* bytes, int root) {
+  uint64_t n = bytes->size();
+  int rc = MPI_Bcast(&n, 1, MPI_UINT64_T, root, MPI_COMM_WORLD);
+  if (rc != MPI_SUCCESS) return Status::IOError("broadcast: " + MpiError(rc));
+  bytes->resize(n);
+  // MPI counts are ints: send in chunks below 2 GiB.
+  constexpr uint64_t kChunk = 1u << 30;
+  for (uint64_t off = 0; off < n; off += kChunk) {
+    const int len = static_cast<int>(std::min(kChunk, n - off));
+    rc = MPI_Bcast(bytes->data() + off, len, MPI_BYTE, root, MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS) return Status::IOError("broadcast: " + MpiError(rc));
+  }
+  return Status::Ok();
+}
+
+Status MpiTransport::Start(ServeFn serve) {
+  endpoint_ = std::make_unique<Endpoint>(rank_, size_, std::move(serve), server_threads_);
+  progress_ = std::thread([this] { Progress(); });
+  return Status::Ok();
+}
+
+void MpiTransport::Read(int peer, const PackRead& read, SteadyClock::time_point deadline,
+                        ReplyFn done) {
+  if (!endpoint_) {
+    done(Status::IOError("transport not started", ESHUTDOWN));
+    return;
+  }
+  endpoint_->Read(peer, read, deadline, std::move(done));
+}
+
+void MpiTransport::Progress() {
+  struct Send {
+    MPI_Request request;
+    std::vector<char> bytes;  // must outlive the send
+  };
+  std::list<Send> sends;
+  std::vector<char> buf;
+  auto idle = std::chrono::microseconds(20);
+  while (!stop_) {
+    bool busy = false;
+    for (auto& m : endpoint_->TakeOutgoing()) {
+      sends.push_back({MPI_REQUEST_NULL, std::move(m.bytes)});
+      Send& s = sends.back();
+      if (MPI_Isend(s.bytes.data(), static_cast<int>(s.bytes.size()), MPI_BYTE, m.peer,
+                    static_cast<int>(m.kind), MPI_COMM_WORLD, &s.request) != MPI_SUCCESS) {
+        sends.pop_back();  // the read times out on the other side's deadline
+      }
+      busy = true;
+    }
+    for (auto it = sends.begin(); it != sends.end();) {
+      int done = 0;
+      if (MPI_Test(&it->request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done) {
+        it = sends.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (;;) {
+      int flag = 0;
+      MPI_Message msg;
+      MPI_Status st;
+      if (MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &msg, &st) !=
+              MPI_SUCCESS ||
+          !flag) {
+        break;
+      }
+      int count = 0;
+      MPI_Get_count(&st, MPI_BYTE, &count);
+      buf.resize(static_cast<size_t>(count));
+      if (MPI_Mrecv(buf.data(), count, MPI_BYTE, &msg, &st) != MPI_SUCCESS) continue;
+      if (st.MPI_TAG == static_cast<int>(MessageKind::kRequests) ||
+          st.MPI_TAG == static_cast<int>(MessageKind::kReplies)) {
+        endpoint_->Deliver(st.MPI_SOURCE, static_cast<MessageKind>(st.MPI_TAG), buf.data(),
+                           buf.size());
+      }
+      busy = true;
+    }
+    const auto now = SteadyClock::now();
+    const auto next = endpoint_->ExpireDeadlines(now);
+    if (busy || !sends.empty()) {
+      idle = std::chrono::microseconds(20);
+      if (busy) continue;
+    }
+    // Nothing moved: wait for local work, backing off to 1 ms so idle ranks
+    // cost no CPU; incoming messages are seen at the next poll.
+    endpoint_->WaitForOutgoing(std::min(next, now + idle));
+    idle = std::min(idle * 2, std::chrono::microseconds(1000));
+  }
+  for (auto& s : sends) {
+    MPI_Cancel(&s.request);
+    MPI_Request_free(&s.request);
+  }
+}
+
+void MpiTransport::Stop() {
+  if (stopped_ || !endpoint_) return;
+  stopped_ = true;
+  stop_ = true;
+  if (progress_.joinable()) progress_.join();
+  endpoint_->Stop();
+}
+
+void MpiTransport::Abort(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
+
+}  // namespace clairfs::fs

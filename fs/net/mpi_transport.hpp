@@ -1,0 +1,59 @@
+// MpiTransport: one daemon per MPI rank (MPICH).
+//
+// Threading: MPI is initialised with MPI_THREAD_SERIALIZED and every MPI call
+// after Start() is made by one progress thread, which owns all MPI state; the
+// FUSE threads only queue reads in the Endpoint and wait on their callbacks.
+// Before Start() (Broadcast) and after Stop() (finalize) the calling thread
+// makes the calls, never concurrently with the progress thread.
+// This is the only part of clairfs that includes <mpi.h>.
+// Thread-safe like every Transport.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <thread>
+
+#include "fs/net/endpoint.hpp"
+#include "fs/net/transport.hpp"
+
+namespace clairfs::fs {
+
+// True when this process was started by an MPI launcher (mpiexec, srun with
+// PMI): a lone daemon without one runs as a one-node job and never touches MPI.
+bool LaunchedByMpi();
+
+class MpiTransport final : public Transport {
+ public:
+  // Initialises MPI. Call once per process.
+  static Result<std::unique_ptr<MpiTransport>> Init(int* argc, char*** argv,
+                                                    int server_threads = 2);
+  // Stops, then finalizes MPI unless SkipFinalize() was called.
+  ~MpiTransport() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Status Broadcast(std::vector<char>* bytes, int root) override;
+  Status Start(ServeFn serve) override;
+  void Read(int peer, const PackRead& read, SteadyClock::time_point deadline,
+            ReplyFn done) override;
+  void Stop() override;
+  // After a peer died, MPI_Finalize may wait for it forever: skip it.
+  void SkipFinalize() { skip_finalize_ = true; }
+  // Ends the whole job (every rank) with `code`.
+  void Abort(int code);
+  const EndpointCounters* counters() const { return endpoint_ ? &endpoint_->counters() : nullptr; }
+
+ private:
+  MpiTransport(int rank, int size, int server_threads)
+      : rank_(rank), size_(size), server_threads_(server_threads) {}
+  void Progress();
+
+  const int rank_, size_, server_threads_;
+  std::unique_ptr<Endpoint> endpoint_;
+  std::atomic<bool> stop_{false};
+  std::thread progress_;
+  bool skip_finalize_ = false;
+  bool stopped_ = false;
+};
+
+}  // namespace clairfs::fs

@@ -1,0 +1,86 @@
+#include "fs/net/protocol.hpp"
+
+#include <cstring>
+
+namespace clairfs::fs::wire {
+namespace {
+
+template <typename T>
+void Put(std::vector<char>* out, const T& v) {
+  const char* p = reinterpret_cast<const char*>(&v);
+  out->insert(out->end(), p, p + sizeof v);
+}
+
+Result<BatchHeader> Header(const char* data, size_t size, uint32_t magic, size_t entry_size) {
+  BatchHeader h;
+  if (size < sizeof h) return Status::Corruption("transport message shorter than its header");
+  std::memcpy(&h, data, sizeof h);
+  if (h.magic != magic) return Status::Corruption("transport message has a bad magic");
+  if (h.count > kMaxBatch || sizeof h + uint64_t{h.count} * entry_size > size) {
+    return Status::Corruption("transport message count " + std::to_string(h.count) +
+                              " does not fit its " + std::to_string(size) + " bytes");
+  }
+  return h;
+}
+
+}  // namespace
+
+std::vector<char> EncodeRequests(const std::vector<Request>& requests) {
+  std::vector<char> out;
+  out.reserve(sizeof(BatchHeader) + requests.size() * sizeof(RequestEntry));
+  Put(&out, BatchHeader{kRequestMagic, static_cast<uint32_t>(requests.size())});
+  for (const Request& r : requests) {
+    Put(&out, RequestEntry{r.id, r.read.offset, r.read.partition, r.read.length});
+  }
+  return out;
+}
+
+Result<std::vector<Request>> DecodeRequests(const char* data, size_t size) {
+  auto h = Header(data, size, kRequestMagic, sizeof(RequestEntry));
+  if (!h.ok()) return h.status();
+  if (sizeof(BatchHeader) + uint64_t{h->count} * sizeof(RequestEntry) != size) {
+    return Status::Corruption("request batch has trailing bytes");
+  }
+  std::vector<Request> out(h->count);
+  for (uint32_t i = 0; i < h->count; ++i) {
+    RequestEntry e;
+    std::memcpy(&e, data + sizeof(BatchHeader) + i * sizeof e, sizeof e);
+    out[i] = {e.id, PackRead{e.partition, e.offset, e.length}};
+  }
+  return out;
+}
+
+std::vector<char> EncodeReplies(const std::vector<Reply>& replies) {
+  size_t total = sizeof(BatchHeader) + replies.size() * sizeof(ReplyEntry);
+  for (const Reply& r : replies) total += r.data.size();
+  std::vector<char> out;
+  out.reserve(total);
+  Put(&out, BatchHeader{kReplyMagic, static_cast<uint32_t>(replies.size())});
+  for (const Reply& r : replies) {
+    Put(&out, ReplyEntry{r.id, r.err, static_cast<uint32_t>(r.err ? 0 : r.data.size())});
+  }
+  for (const Reply& r : replies) {
+    if (!r.err) out.insert(out.end(), r.data.begin(), r.data.end());
+  }
+  return out;
+}
+
+Result<std::vector<Reply>> DecodeReplies(const char* data, size_t size) {
+  auto h = Header(data, size, kReplyMagic, sizeof(ReplyEntry));
+  if (!h.ok()) return h.status();
+  std::vector<Reply> out(h->count);
+  uint64_t pos = sizeof(BatchHeader) + uint64_t{h->count} * sizeof(ReplyEntry);
+  for (uint32_t i = 0; i < h->count; ++i) {
+    ReplyEntry e;
+    std::memcpy(&e, data + sizeof(BatchHeader) + i * sizeof e, sizeof e);
+    if (e.length > size - pos) return Status::Corruption("reply batch payloads overrun the message");
+    out[i].id = e.id;
+    out[i].err = e.err;
+    out[i].data.assign(data + pos, data + pos + e.length);
+    pos += e.length;
+  }
+  if (pos != size) return Status::Corruption("reply batch has trailing bytes");
+  return out;
+}
+
+}  // namespace clairfs::fs::wire

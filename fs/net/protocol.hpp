@@ -1,0 +1,60 @@
+// The wire format of transport messages, shared by every Transport.
+//
+//   request batch:  BatchHeader{kRequestMagic, n}  then n x RequestEntry
+//   reply batch:    BatchHeader{kReplyMagic, n}    then n x ReplyEntry, then
+//                   the payload bytes of the entries back to back
+//
+// Decoding validates every count and length against the message size, so a
+// malformed or truncated message is rejected whole, never read past its end.
+// Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "fs/net/transport.hpp"
+
+namespace clairfs::fs::wire {
+
+inline constexpr uint32_t kRequestMagic = 0x51524643;  // "CFRQ"
+inline constexpr uint32_t kReplyMagic = 0x50524643;    // "CFRP"
+inline constexpr uint32_t kMaxBatch = 1024;
+
+struct BatchHeader {
+  uint32_t magic;
+  uint32_t count;
+};
+
+struct RequestEntry {
+  uint64_t id;
+  uint64_t offset;
+  uint32_t partition;
+  uint32_t length;
+};
+static_assert(sizeof(RequestEntry) == 24);
+
+struct ReplyEntry {
+  uint64_t id;
+  int32_t err;      // 0, or the errno of the failure
+  uint32_t length;  // payload bytes that follow (0 on error)
+};
+static_assert(sizeof(ReplyEntry) == 16);
+
+struct Request {
+  uint64_t id;
+  PackRead read;
+};
+
+struct Reply {
+  uint64_t id;
+  int32_t err;
+  std::vector<char> data;
+};
+
+std::vector<char> EncodeRequests(const std::vector<Request>& requests);
+Result<std::vector<Request>> DecodeRequests(const char* data, size_t size);
+
+std::vector<char> EncodeReplies(const std::vector<Reply>& replies);
+Result<std::vector<Reply>> DecodeReplies(const char* data, size_t size);
+
+}  // namespace clairfs::fs::wire

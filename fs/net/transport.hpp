@@ -1,0 +1,61 @@
+// Transport: how daemons ask each other for pack bytes.
+//
+// A read names a partition and a byte range of its pack (stored bytes, still
+// compressed: the reader decodes). Every read has a deadline; its callback runs
+// exactly once - with the bytes, with the peer's error, or with a timeout - so
+// no caller waits without bound. Requests to the same peer are pipelined and
+// batched into one message where they queue up together.
+//
+// Implementations: MpiTransport (one daemon per MPI rank) and LoopbackTransport
+// (every rank inside one process, with fault injection, for tests).
+// All methods are thread-safe unless noted.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "partitioner/format/status.hpp"
+
+namespace clairfs::fs {
+
+using SteadyClock = std::chrono::steady_clock;
+
+struct PackRead {
+  uint32_t partition = 0;
+  uint64_t offset = 0;
+  uint32_t length = 0;
+};
+
+// Reads larger than this are refused by servers: a request names one payload
+// or one frame, never a whole pack.
+inline constexpr uint32_t kMaxReadBytes = 64u << 20;
+
+class Transport {
+ public:
+  using ReplyFn = std::function<void(Result<std::vector<char>>)>;
+  // Answers a peer's read; called on a server thread, may block on disk.
+  using ServeFn = std::function<Result<std::vector<char>>(int peer, const PackRead&)>;
+
+  virtual ~Transport() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // Collective, before Start(): every rank ends with `root`'s bytes.
+  virtual Status Broadcast(std::vector<char>* bytes, int root) = 0;
+  // Starts the threads that move messages and serve reads. Not thread-safe;
+  // call once.
+  virtual Status Start(ServeFn serve) = 0;
+  // Asynchronous read from `peer` (never this rank).
+  virtual void Read(int peer, const PackRead& read, SteadyClock::time_point deadline,
+                    ReplyFn done) = 0;
+  // Stops the threads; outstanding reads complete with an error. Idempotent.
+  virtual void Stop() = 0;
+};
+
+// Blocks until the read completes or its deadline passes.
+Result<std::vector<char>> ReadSync(Transport& transport, int peer, const PackRead& read,
+                                   SteadyClock::time_point deadline);
+
+}  // namespace clairfs::fs
