@@ -72,6 +72,17 @@ Status LoopbackFabric::Broadcast(int rank, std::vector<char>* bytes, int root) {
   return Status::Ok();
 }
 
+Status LoopbackFabric::Barrier(SteadyClock::time_point deadline) {
+  std::unique_lock lk(mu_);
+  const uint64_t generation = barrier_arrived_ / size_;
+  ++barrier_arrived_;
+  bcast_cv_.notify_all();
+  if (!bcast_cv_.wait_until(lk, deadline, [&] { return barrier_arrived_ / size_ > generation; })) {
+    return Status::IOError("barrier: not every rank arrived in time", ETIMEDOUT);
+  }
+  return Status::Ok();
+}
+
 LoopbackTransport::LoopbackTransport(std::shared_ptr<LoopbackFabric> fabric, int rank,
                                      int server_threads)
     : fabric_(std::move(fabric)), rank_(rank), server_threads_(server_threads) {}
@@ -96,6 +107,10 @@ void LoopbackTransport::Read(int peer, const PackRead& read, SteadyClock::time_p
     return;
   }
   endpoint_->Read(peer, read, deadline, std::move(done));
+}
+
+Status LoopbackTransport::Barrier(SteadyClock::time_point deadline) {
+  return fabric_->Barrier(deadline);
 }
 
 void LoopbackTransport::Progress() {

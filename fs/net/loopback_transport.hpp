@@ -45,6 +45,7 @@ class LoopbackFabric {
   // Messages for `rank` whose time has come.
   std::vector<Message> Receive(int rank);
   Status Broadcast(int rank, std::vector<char>* bytes, int root);
+  Status Barrier(SteadyClock::time_point deadline);
 
   const int size_;
   std::mutex mu_;
@@ -56,6 +57,7 @@ class LoopbackFabric {
   std::mt19937 rng_{12345};
   std::map<int, std::vector<char>> bcast_;  // root -> bytes of the current broadcast
   int bcast_taken_ = 0;
+  uint64_t barrier_arrived_ = 0;  // arrivals over all barriers; generation = arrived / size
 };
 
 class LoopbackTransport final : public Transport {
@@ -69,6 +71,7 @@ class LoopbackTransport final : public Transport {
   Status Start(ServeFn serve) override;
   void Read(int peer, const PackRead& read, SteadyClock::time_point deadline,
             ReplyFn done) override;
+  Status Barrier(SteadyClock::time_point deadline) override;
   void Stop() override;
   const EndpointCounters* counters() const { return endpoint_ ? &endpoint_->counters() : nullptr; }
 

@@ -76,6 +76,25 @@ void MpiTransport::Read(int peer, const PackRead& read, SteadyClock::time_point 
   endpoint_->Read(peer, read, deadline, std::move(done));
 }
 
+Status MpiTransport::Barrier(SteadyClock::time_point deadline) {
+  if (!endpoint_) return Status::IOError("transport not started", ESHUTDOWN);
+  int idle = 0;
+  if (!barrier_.compare_exchange_strong(idle, 1)) {
+    return Status::InvalidArgument("a barrier is already in progress");
+  }
+  while (barrier_ != 3) {
+    if (SteadyClock::now() >= deadline) {
+      // The posted MPI_Ibarrier stays pending: MPI cannot withdraw it. The
+      // caller is shutting down anyway; finalize would wait for the missing rank.
+      skip_finalize_ = true;
+      return Status::IOError("barrier: not every rank arrived in time", ETIMEDOUT);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  barrier_ = 0;
+  return Status::Ok();
+}
+
 void MpiTransport::Progress() {
   struct Send {
     MPI_Request request;
@@ -83,6 +102,7 @@ void MpiTransport::Progress() {
   };
   std::list<Send> sends;
   std::vector<char> buf;
+  MPI_Request barrier = MPI_REQUEST_NULL;
   auto idle = std::chrono::microseconds(20);
   while (!stop_) {
     bool busy = false;
@@ -123,6 +143,11 @@ void MpiTransport::Progress() {
       }
       busy = true;
     }
+    if (barrier_ == 1 && MPI_Ibarrier(MPI_COMM_WORLD, &barrier) == MPI_SUCCESS) barrier_ = 2;
+    if (barrier_ == 2) {
+      int done = 0;
+      if (MPI_Test(&barrier, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done) barrier_ = 3;
+    }
     const auto now = SteadyClock::now();
     const auto next = endpoint_->ExpireDeadlines(now);
     if (busy || !sends.empty()) {
@@ -134,10 +159,24 @@ void MpiTransport::Progress() {
     endpoint_->WaitForOutgoing(std::min(next, now + idle));
     idle = std::min(idle * 2, std::chrono::microseconds(1000));
   }
+  // Let replies already handed to MPI finish (a peer may be reading them out of
+  // this process's memory), for at most two seconds.
+  const auto give_up = SteadyClock::now() + std::chrono::seconds(2);
+  while (!sends.empty() && SteadyClock::now() < give_up) {
+    for (auto it = sends.begin(); it != sends.end();) {
+      int done = 0;
+      if (MPI_Test(&it->request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done) {
+        it = sends.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
   for (auto& s : sends) {
     MPI_Cancel(&s.request);
     MPI_Request_free(&s.request);
   }
+  if (!sends.empty()) skip_finalize_ = true;
 }
 
 void MpiTransport::Stop() {

@@ -36,6 +36,7 @@ class MpiTransport final : public Transport {
   Status Start(ServeFn serve) override;
   void Read(int peer, const PackRead& read, SteadyClock::time_point deadline,
             ReplyFn done) override;
+  Status Barrier(SteadyClock::time_point deadline) override;
   void Stop() override;
   // After a peer died, MPI_Finalize may wait for it forever: skip it.
   void SkipFinalize() { skip_finalize_ = true; }
@@ -52,6 +53,8 @@ class MpiTransport final : public Transport {
   std::unique_ptr<Endpoint> endpoint_;
   std::atomic<bool> stop_{false};
   std::thread progress_;
+  // A barrier asked of the progress thread: 0 idle, 1 requested, 2 posted, 3 done.
+  std::atomic<int> barrier_{0};
   bool skip_finalize_ = false;
   bool stopped_ = false;
 };

@@ -50,6 +50,10 @@ class Transport {
   // Asynchronous read from `peer` (never this rank).
   virtual void Read(int peer, const PackRead& read, SteadyClock::time_point deadline,
                     ReplyFn done) = 0;
+  // Collective while running: returns once every rank has called it, serving
+  // peers meanwhile, so no rank stops while another still reads from it. A
+  // rank that never arrives (dead) makes it time out at `deadline`.
+  virtual Status Barrier(SteadyClock::time_point deadline) = 0;
   // Stops the threads; outstanding reads complete with an error. Idempotent.
   virtual void Stop() = 0;
 };

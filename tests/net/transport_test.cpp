@@ -196,3 +196,22 @@ TEST_CASE("broadcast gives every rank the root's bytes", "[net]") {
   for (auto& t : ts) t.join();
   for (auto& g : got) CHECK(g == std::vector<char>{'m', 'a', 'n'});
 }
+
+TEST_CASE("barrier waits for every rank and times out without one", "[net]") {
+  Cluster c(3);
+  std::vector<std::thread> ts;
+  std::atomic<int> ok{0};
+  for (int r = 0; r < 3; ++r) {
+    ts.emplace_back([&, r] { ok += c.ranks[r]->Barrier(In(5000ms)).ok(); });
+  }
+  for (auto& t : ts) t.join();
+  CHECK(ok == 3);
+  // Only two of three arrive: both time out.
+  ts.clear();
+  std::atomic<int> timeouts{0};
+  for (int r = 0; r < 2; ++r) {
+    ts.emplace_back([&, r] { timeouts += c.ranks[r]->Barrier(In(100ms)).err() == ETIMEDOUT; });
+  }
+  for (auto& t : ts) t.join();
+  CHECK(timeouts == 2);
+}
