@@ -1,0 +1,77 @@
+// DistributedPackStore: a PackStore for one rank of a multi-node job.
+//
+// A partition this rank holds is read from its staged local copy, or from the
+// dataset directory while staging is still running. Any other partition is a
+// RemotePack: each read asks the partition's owners in order (home first, then
+// replicas) with a deadline, skips a peer that recently timed out, and falls
+// back to the pack in the dataset directory - slower, never wrong, never a
+// hang. Bytes travel as stored (compressed); the caller decodes and verifies
+// them, so a peer cannot hand out wrong bytes unnoticed.
+//
+// Serve() answers peers' reads from this rank's own copies.
+// Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "fs/dist/ownership.hpp"
+#include "fs/dist/stager.hpp"
+#include "fs/net/transport.hpp"
+#include "fs/store/pack_store.hpp"
+#include "fs/store/posix_pack_store.hpp"
+#include "partitioner/format/manifest.hpp"
+
+namespace clairfs::fs {
+
+struct DistCounters {
+  std::atomic<uint64_t> local_reads{0}, local_bytes{0};        // from this rank's copies
+  std::atomic<uint64_t> peer_reads{0}, peer_bytes{0};          // answered by a peer
+  std::atomic<uint64_t> fallback_reads{0}, fallback_bytes{0};  // from the dataset directory
+  std::atomic<uint64_t> peer_failures{0};                      // errors and timeouts
+  std::atomic<uint64_t> served_reads{0}, served_bytes{0};      // answered for peers
+};
+
+struct DistOptions {
+  std::chrono::milliseconds peer_timeout{2000};  // deadline of one read from a peer
+  std::chrono::milliseconds suspect_for{10000};  // a peer that timed out is skipped this long
+};
+
+class DistributedPackStore final : public PackStore {
+ public:
+  // `transport` and `stager` may be null (one rank; no staging). Not owned.
+  DistributedPackStore(std::string dataset_dir, std::shared_ptr<const format::Manifest> manifest,
+                       Ownership ownership, int rank, Transport* transport, Stager* stager,
+                       DistOptions options);
+  ~DistributedPackStore() override;
+
+  Result<const format::RandomAccessFile*> Pack(uint32_t partition) override;
+  // Answers a peer's read of a partition this rank holds.
+  Result<std::vector<char>> Serve(int peer, const PackRead& read);
+  const DistCounters& counters() const { return counters_; }
+  const Ownership& ownership() const { return ownership_; }
+
+ private:
+  class RemotePack;
+  // This rank's copy of a partition it holds: staged, else the dataset's.
+  Result<const format::RandomAccessFile*> Own(uint32_t p);
+  bool Suspect(int peer) const;
+  void MarkSuspect(int peer);
+
+  const std::shared_ptr<const format::Manifest> manifest_;
+  const Ownership ownership_;
+  const int rank_;
+  Transport* const transport_;
+  Stager* const stager_;
+  const DistOptions options_;
+  PosixPackStore shared_;  // the packs in the dataset directory
+  DistCounters counters_;
+  std::vector<std::unique_ptr<RemotePack>> remote_;
+  std::unique_ptr<std::atomic<int64_t>[]> suspect_until_;  // per rank, steady ns
+};
+
+}  // namespace clairfs::fs

@@ -1,0 +1,169 @@
+#include "fs/dist/stager.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "fs/core/log.hpp"
+#include "partitioner/format/checksum.hpp"
+#include "partitioner/format/pack_file.hpp"
+
+namespace clairfs::fs {
+namespace {
+
+constexpr size_t kChunk = 8u << 20;  // large sequential reads suit parallel file systems
+
+std::string Mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+}  // namespace
+
+Stager::Stager(std::string dataset_dir, std::string local_dir,
+               std::shared_ptr<const format::Manifest> manifest, std::vector<uint32_t> partitions,
+               unsigned threads)
+    : dataset_dir_(std::move(dataset_dir)),
+      local_dir_(std::move(local_dir)),
+      manifest_(std::move(manifest)),
+      partitions_(std::move(partitions)),
+      threads_(std::max(1u, threads)),
+      staged_(manifest_->partition_count() + 1),
+      owned_(manifest_->partition_count() + 1) {
+  for (auto& s : staged_) s.store(nullptr);
+  progress_.packs_total = partitions_.size();
+  for (uint32_t p : partitions_) progress_.bytes_total += manifest_->partition(p).pack_bytes;
+}
+
+Stager::~Stager() {
+  cancel_ = true;
+  for (auto& t : workers_) t.join();
+}
+
+void Stager::Start() {
+  start_ = std::chrono::steady_clock::now();
+  std::error_code ec;
+  std::filesystem::create_directories(local_dir_, ec);
+  const unsigned n = static_cast<unsigned>(std::min<size_t>(threads_, std::max<size_t>(partitions_.size(), 1)));
+  running_ = n;
+  for (unsigned i = 0; i < n; ++i) workers_.emplace_back([this] { Worker(); });
+}
+
+void Stager::Wait() {
+  for (auto& t : workers_) t.join();
+  workers_.clear();
+}
+
+std::vector<std::string> Stager::errors() const {
+  std::lock_guard lk(mu_);
+  return errors_;
+}
+
+void Stager::Worker() {
+  for (;;) {
+    const size_t i = next_.fetch_add(1);
+    if (i >= partitions_.size() || cancel_) break;
+    const uint32_t p = partitions_[i];
+    Status st = StageOne(p);
+    if (!st.ok()) {
+      progress_.packs_failed++;
+      Log(LogLevel::kError, "staging " + manifest_->PackName(p) + " failed, reads of it go to " +
+                                dataset_dir_ + ": " + st.message());
+      std::lock_guard lk(mu_);
+      errors_.push_back(manifest_->PackName(p) + ": " + st.message());
+    }
+    progress_.packs_done++;
+  }
+  if (--running_ == 0) {
+    progress_.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    progress_.finished = true;
+    Log(LogLevel::kInfo,
+        "staging done: " + std::to_string(progress_.packs_done - progress_.packs_failed) + "/" +
+            std::to_string(progress_.packs_total) + " packs (" +
+            std::to_string(progress_.packs_reused.load()) + " reused, " +
+            Mib(progress_.bytes_copied) + " copied) in " +
+            std::to_string(progress_.seconds.load()) + " s into " + local_dir_);
+  }
+}
+
+Status Stager::StageOne(uint32_t p) {
+  const std::string name = manifest_->PackName(p);
+  const std::string local = local_dir_ + "/" + name;
+  bool intact = false;
+  CLAIRFS_RETURN_IF_ERROR(VerifyExisting(p, local, &intact));
+  if (intact) {
+    progress_.packs_reused++;
+  } else {
+    const std::string tmp = local_dir_ + "/." + name + ".staging";
+    Status st = Copy(p, dataset_dir_ + "/" + name, tmp);
+    if (st.ok() && ::rename(tmp.c_str(), local.c_str()) != 0) {
+      st = Status::FromErrno(errno, "rename " + tmp);
+    }
+    if (!st.ok()) {
+      ::unlink(tmp.c_str());
+      return st;
+    }
+  }
+  auto file = format::OpenPack(local_dir_, *manifest_, p);
+  if (!file.ok()) return file.status();
+  std::lock_guard lk(mu_);
+  owned_[p] = std::move(file).value();
+  staged_[p].store(owned_[p].get(), std::memory_order_release);
+  return Status::Ok();
+}
+
+Status Stager::VerifyExisting(uint32_t p, const std::string& path, bool* intact) {
+  *intact = false;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 ||
+      static_cast<uint64_t>(st.st_size) != manifest_->partition(p).pack_bytes) {
+    return Status::Ok();  // absent or of another size: copy it
+  }
+  Status v = format::VerifyPackChecksum(local_dir_, *manifest_, p);
+  if (v.ok()) {
+    *intact = true;
+    progress_.bytes_verified += manifest_->partition(p).pack_bytes;
+  } else {
+    Log(LogLevel::kInfo, "staged copy " + path + " is stale or damaged, copying again");
+  }
+  return Status::Ok();
+}
+
+Status Stager::Copy(uint32_t p, const std::string& from, const std::string& to) {
+  int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return Status::FromErrno(errno, "open " + from);
+  ::posix_fadvise(in, 0, 0, POSIX_FADV_SEQUENTIAL);
+  auto out = format::BufferedWriter::Create(to, kChunk);
+  if (!out.ok()) {
+    ::close(in);
+    return out.status();
+  }
+  format::StreamingChecksum sum;
+  std::vector<char> buf(kChunk);
+  uint64_t total = 0;
+  Status st;
+  while (st.ok() && !cancel_) {
+    ssize_t n = ::read(in, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      st = Status::FromErrno(errno, "read " + from);
+      break;
+    }
+    if (n == 0) break;
+    sum.Update(buf.data(), static_cast<size_t>(n));
+    st = (*out)->Append(buf.data(), static_cast<size_t>(n));
+    total += static_cast<uint64_t>(n);
+    progress_.bytes_copied += static_cast<uint64_t>(n);
+  }
+  ::close(in);
+  Status closed = (*out)->Close(/*sync=*/false);  // node-local and transient: no fsync
+  if (st.ok()) st = closed;
+  if (st.ok() && cancel_) st = Status::IOError("staging cancelled", ECANCELED);
+  if (st.ok() && (total != manifest_->partition(p).pack_bytes ||
+                  sum.Digest() != manifest_->partition(p).pack_checksum)) {
+    st = Status::Corruption(from + ": pack does not match the manifest (size or checksum)");
+  }
+  return st;
+}
+
+}  // namespace clairfs::fs

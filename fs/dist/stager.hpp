@@ -1,0 +1,76 @@
+// Stager: copies this rank's packs from the dataset directory (the shared
+// file system) to node-local storage, in the background, verifying each copy
+// against the manifest's pack checksum.
+//
+// A pack already in the local directory with the right size and checksum is
+// reused without copying, so a job restarted on the same node starts in
+// seconds. A copy is written to a temporary name and renamed once verified:
+// a half-copied pack is never used. A pack that fails (unreadable or corrupt
+// source, full local disk) is logged and left unstaged; reads of it keep going
+// to the dataset directory.
+//
+// Thread-safe: Staged() is one acquire load; the copy threads are owned and
+// joined by the destructor (which cancels copies still running).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "partitioner/format/file_io.hpp"
+#include "partitioner/format/manifest.hpp"
+
+namespace clairfs::fs {
+
+struct StagingProgress {
+  std::atomic<uint64_t> packs_total{0}, packs_done{0}, packs_reused{0}, packs_failed{0};
+  std::atomic<uint64_t> bytes_total{0}, bytes_copied{0}, bytes_verified{0};
+  std::atomic<bool> finished{false};
+  std::atomic<double> seconds{0};
+};
+
+class Stager {
+ public:
+  Stager(std::string dataset_dir, std::string local_dir,
+         std::shared_ptr<const format::Manifest> manifest, std::vector<uint32_t> partitions,
+         unsigned threads = 2);
+  ~Stager();
+
+  // Starts the copy threads. Call once.
+  void Start();
+  // Blocks until every pack is staged or has failed.
+  void Wait();
+  // The verified local copy of partition p, or nullptr if it is not (yet) staged.
+  const format::RandomAccessFile* Staged(uint32_t p) const {
+    return p < staged_.size() ? staged_[p].load(std::memory_order_acquire) : nullptr;
+  }
+  const StagingProgress& progress() const { return progress_; }
+  // The failures so far, one line each.
+  std::vector<std::string> errors() const;
+
+ private:
+  void Worker();
+  Status StageOne(uint32_t p);
+  Status Copy(uint32_t p, const std::string& from, const std::string& to);
+  Status VerifyExisting(uint32_t p, const std::string& path, bool* intact);
+
+  const std::string dataset_dir_, local_dir_;
+  const std::shared_ptr<const format::Manifest> manifest_;
+  const std::vector<uint32_t> partitions_;
+  const unsigned threads_;
+  StagingProgress progress_;
+  std::atomic<size_t> next_{0};
+  std::atomic<bool> cancel_{false};
+  std::atomic<unsigned> running_{0};
+  std::vector<std::atomic<const format::RandomAccessFile*>> staged_;
+  mutable std::mutex mu_;  // guards owned_ and errors_
+  std::vector<std::unique_ptr<format::PosixRandomAccessFile>> owned_;
+  std::vector<std::string> errors_;
+  std::vector<std::thread> workers_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace clairfs::fs
