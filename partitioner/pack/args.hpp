@@ -34,13 +34,15 @@ class Args {
     ((*outs = rest[i++]), ...);
     return true;
   }
+  // Takes every unclaimed argument as a positional (any number); false on an
+  // unknown option.
+  bool Rest(std::vector<std::string>* out);
   const std::string& error() const { return error_; }
 
  private:
   // Finds the next unclaimed occurrence of `name` at or after `from`; sets
   // *value for options that take one.
   bool Take(const std::string& name, bool wants_value, std::string* value, size_t* from);
-  bool Rest(std::vector<std::string>* out);
   std::vector<std::string> args_;
   std::vector<bool> used_;
   std::string error_;

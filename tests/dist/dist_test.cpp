@@ -10,6 +10,7 @@
 
 #include "fs/dist/distributed_pack_store.hpp"
 #include "fs/dist/ownership.hpp"
+#include "fs/dist/path_template.hpp"
 #include "fs/dist/stager.hpp"
 #include "fs/net/loopback_transport.hpp"
 #include "fs/store/payload_source.hpp"
@@ -199,4 +200,20 @@ TEST_CASE("peers refuse reads of partitions they do not hold or past the end", "
   const uint64_t size = d.manifest->partition(0).pack_bytes;
   CHECK(ranks.stores[0]->Serve(1, {0, size - 5, 10}).status().code() == Code::kInvalidArgument);
   CHECK(ranks.stores[0]->Serve(1, {0, size - 5, 5}).ok());
+}
+
+TEST_CASE("per-rank paths expand rank, host and environment variables", "[dist]") {
+  ::setenv("CLAIRFS_TEST_DIR", "/scratch/job7", 1);
+  ::unsetenv("CLAIRFS_TEST_UNSET");
+  CHECK(*ExpandPath("/tmp/x/mnt{rank}", 3, "n1") == "/tmp/x/mnt3");
+  CHECK(*ExpandPath("${CLAIRFS_TEST_DIR}/{host}/ssd{rank}", 0, "node01") ==
+        "/scratch/job7/node01/ssd0");
+  CHECK(*ExpandPath("$CLAIRFS_TEST_DIR/a", 0, "h") == "/scratch/job7/a");
+  CHECK(*ExpandPath("${CLAIRFS_TEST_UNSET:-/tmp}/c", 0, "h") == "/tmp/c");
+  CHECK(*ExpandPath("${CLAIRFS_TEST_DIR:-/tmp}/c", 0, "h") == "/scratch/job7/c");
+  auto unset = ExpandPath("${CLAIRFS_TEST_UNSET}/c", 0, "h");
+  REQUIRE_FALSE(unset.ok());
+  CHECK_THAT(unset.status().message(), Catch::Contains("CLAIRFS_TEST_UNSET"));
+  CHECK_FALSE(ExpandPath("${OOPS", 0, "h").ok());
+  CHECK(*ExpandPath("plain/path", 5, "h") == "plain/path");
 }
