@@ -1,0 +1,137 @@
+// ReadOrder (the prefetcher's entry point), the loader-worker helpers and the
+// clairfs-order flag parser.
+#include "prefetch/read_order.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "prefetch/loader_workers.hpp"
+#include "prefetch/order_file.hpp"
+#include "tests/prefetch/temp_dir.hpp"
+#include "tools/order/flags.hpp"
+
+namespace pf = clairfs::prefetch;
+using Paths = std::vector<std::string>;
+
+namespace {
+pf::Listing Tree() {
+  return pf::ListingFromPaths({"cat/1.jpg", "cat/2.jpg", "dog/3.jpg", "dog/4.png", "dog/5.jpg"})
+      .value();
+}
+
+clairfs::Result<clairfs::tools::OrderFlags> Parse(std::vector<std::string> args) {
+  return clairfs::tools::ParseFlags(args);
+}
+}  // namespace
+
+TEST_CASE("ReadOrder builds a DistributedSampler over ImageFolder", "[unit][prefetch]") {
+  pf::OrderSpec spec;
+  spec.distributed.num_replicas = 2;
+  spec.distributed.seed = 4;
+  pf::Listing listing = Tree();
+  auto order = pf::ReadOrder::Build(spec, &listing);
+  REQUIRE(order.ok());
+  CHECK(order->window() == 1);
+  CHECK(order->dataset().size() == 5);
+  Paths r0 = order->Paths(0, 1).value();
+  Paths r1 = order->Paths(1, 1).value();
+  CHECK(r0.size() == 3);
+  CHECK(r1.size() == 3);
+  auto direct = pf::DistributedSampler::Create(5, spec.distributed)->Order(1, 1).value();
+  for (size_t i = 0; i < direct.size(); ++i) CHECK(r1[i] == order->dataset().paths[direct[i]]);
+}
+
+TEST_CASE("ReadOrder for list layout, sequential, Keras and errors", "[unit][prefetch]") {
+  pf::Listing listing = Tree();
+  pf::OrderSpec spec;
+  spec.kind = pf::SamplerKind::kTorchSequential;
+  spec.layout = pf::DatasetLayout::kListOrder;
+  listing.files = {"dog/5.jpg", "cat/1.jpg"};
+  CHECK(pf::ReadOrder::Build(spec, &listing)->Paths(0, 0).value() == listing.files);
+
+  listing = Tree();
+  spec.kind = pf::SamplerKind::kKeras;
+  spec.keras.version = {3, 3};
+  spec.keras.batch_size = 2;
+  auto keras = pf::ReadOrder::Build(spec, &listing);
+  REQUIRE(keras.ok());
+  CHECK(keras->window() == 16);
+  CHECK(keras->Paths(0, 0).value() == keras->Paths(0, 5).value());
+
+  spec.kind = pf::SamplerKind::kTorchDistributed;
+  CHECK_FALSE(pf::ReadOrder::Build(spec, nullptr).ok());
+  spec.kind = pf::SamplerKind::kOrderFile;
+  spec.order_file = "/nonexistent/order";
+  CHECK_FALSE(pf::ReadOrder::Build(spec, nullptr).ok());
+}
+
+TEST_CASE("ReadOrder replays an order file against a listing", "[unit][prefetch]") {
+  pf::testing::TempDir t;
+  pf::OrderFile f;
+  f.sections[{2, 0}].paths = {"dog/4.png", "cat/1.jpg"};
+  std::string file = t.path() + "/o";
+  REQUIRE(pf::WriteOrderFile(file, f).ok());
+  pf::OrderSpec spec;
+  spec.kind = pf::SamplerKind::kOrderFile;
+  spec.order_file = file;
+  pf::Listing listing = Tree();
+  auto order = pf::ReadOrder::Build(spec, &listing);
+  REQUIRE(order.ok());
+  CHECK(order->sampler().Order(0, 2).value() == std::vector<pf::Index>{3, 0});
+  CHECK(order->order_file_epochs(0) == std::vector<uint64_t>{2});
+  CHECK(order->Paths(0, 2).value() == Paths{"dog/4.png", "cat/1.jpg"});
+}
+
+TEST_CASE("sampler kinds parse by name", "[unit][prefetch]") {
+  for (auto kind :
+       {pf::SamplerKind::kTorchDistributed, pf::SamplerKind::kTorchRandom,
+        pf::SamplerKind::kTorchSequential, pf::SamplerKind::kKeras, pf::SamplerKind::kOrderFile}) {
+    CHECK(pf::ParseSamplerKind(pf::SamplerKindName(kind)).value() == kind);
+  }
+  CHECK_FALSE(pf::ParseSamplerKind("tf").ok());
+}
+
+TEST_CASE("loader batches go round-robin to workers", "[unit][prefetch]") {
+  pf::LoaderShape shape{4, 3, 2, false};
+  CHECK(pf::BatchCount(10, shape) == 3);
+  shape.drop_last = true;
+  CHECK(pf::BatchCount(10, shape) == 2);
+  CHECK(pf::WorkerOfBatch(4, shape) == 1);
+  CHECK(pf::WorkerOfPosition(13, shape) == 0);  // batch 3
+  CHECK(pf::BatchesInFlight(shape) == 6);
+  shape.num_workers = 0;
+  CHECK(pf::WorkerOfBatch(4, shape) == 0);
+  CHECK(pf::BatchesInFlight(shape) == 0);
+}
+
+TEST_CASE("clairfs-order flags parse into an OrderSpec", "[unit][prefetch]") {
+  auto f = Parse({"--root", "/d", "--seed", "-3", "--world-size=4", "--rank", "3", "--drop-last",
+                  "--epoch", "7", "--torch-version", "2.7.1"});
+  REQUIRE(f.ok());
+  CHECK(f->spec.distributed.seed == static_cast<uint64_t>(-3));
+  CHECK(f->spec.distributed.num_replicas == 4);
+  CHECK(f->spec.distributed.drop_last);
+  CHECK(f->epoch == 7u);
+  CHECK(f->spec.distributed.torch_version == pf::TorchVersion{2, 7});
+
+  auto r = Parse({"--sampler", "torch-random", "--listing", "l", "--generator-seed", "5",
+                  "--loader-generator", "persistent"});
+  REQUIRE(r.ok());
+  CHECK(r->spec.random.loader_draw == pf::LoaderSeedDraw::kFirstEpoch);
+  CHECK(Parse({"--help"})->help);
+}
+
+TEST_CASE("clairfs-order flags report every problem at once", "[unit][prefetch]") {
+  auto f = Parse({"--root", "/d", "--rank", "2", "--world-size", "2", "--generator-seed", "1",
+                  "--seed", "abc", "--frobnicate", "--epochs"});
+  REQUIRE_FALSE(f.ok());
+  const std::string& m = f.status().message();
+  CHECK(m.find("unknown argument '--frobnicate'") != std::string::npos);
+  CHECK(m.find("--epochs needs a value") != std::string::npos);
+  CHECK(m.find("--generator-seed does not apply") != std::string::npos);
+  CHECK(m.find("--seed: 'abc'") != std::string::npos);
+  CHECK(m.find("--rank 2 is not below --world-size 2") != std::string::npos);
+  CHECK_FALSE(Parse({"--sampler", "keras", "--root", "/d"}).ok());  // no seed
+  CHECK_FALSE(Parse({"--sampler", "keras", "--root", "/d", "--seed", "4294967296"}).ok());
+  CHECK_FALSE(Parse({"--sampler", "order-file"}).ok());
+  CHECK_FALSE(Parse({"--seed", "1"}).ok());  // no dataset
+}

@@ -1,0 +1,35 @@
+// Command line of clairfs-order: parsing into an OrderSpec plus output choices.
+//
+// ParseFlags collects every problem (unknown flag, missing or malformed value,
+// a flag the chosen sampler does not use, a rank outside the world size) and
+// reports them together in one InvalidArgument. Pure; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "partitioner/format/status.hpp"
+#include "prefetch/read_order.hpp"
+
+namespace clairfs::tools {
+
+struct OrderFlags {
+  prefetch::OrderSpec spec;
+  std::string root;     // --root DIR (scan a real tree)
+  std::string listing;  // --listing FILE (paths, trailing '/' = directory)
+  uint64_t rank = 0;    // --rank
+  uint64_t epochs = 1;  // --epochs: print epochs 0 .. epochs-1
+  bool epochs_given = false;
+  std::optional<uint64_t> epoch;  // --epoch: print only this one
+  bool print_indices = false;     // --indices: dataset indices instead of paths
+  bool help = false;
+};
+
+Result<OrderFlags> ParseFlags(const std::vector<std::string>& args);
+
+// The --help text.
+std::string UsageText();
+
+}  // namespace clairfs::tools

@@ -1,0 +1,69 @@
+// The --help text of clairfs-order; kept apart from the parser so each stays short.
+#include "tools/order/flags.hpp"
+
+namespace clairfs::tools {
+
+namespace {
+constexpr const char* kUsage =
+    R"(usage: clairfs-order --sampler KIND (--root DIR | --listing FILE) [options]
+
+Prints, one per line, the files (relative to the dataset root) that one training
+rank opens, in order, epoch after epoch.
+
+Samplers (--sampler, default torch-distributed):
+  torch-distributed  torch DistributedSampler over a torchvision ImageFolder
+  torch-random       torch RandomSampler with a seeded torch.Generator
+  torch-sequential   DataLoader(shuffle=False)
+  keras              keras.utils.image_dataset_from_directory
+  order-file         replay an order file (docs/order.md)
+
+Dataset:
+  --root DIR             scan this directory tree (symlinks followed)
+  --listing FILE         or read relative paths from FILE (trailing '/' = directory)
+  --layout L             image-folder (default) or list (torch kinds: the listing's
+                         files in the given order)
+  --extensions LIST      comma-separated ImageFolder extensions (default torchvision's)
+
+Epochs and ranks:
+  --epochs E             print epochs 0 .. E-1 (default 1; order-file: every epoch
+                         the file has for the rank)
+  --epoch e              print only epoch e
+  --world-size R         number of ranks, DistributedSampler num_replicas (default 1)
+  --rank r               the rank to print (default 0)
+  --indices              print dataset indices instead of paths
+
+torch-distributed:
+  --seed S               sampler seed (default 0; only (S + epoch) mod 2^32 matters)
+  --drop-last            drop_last=True
+  --no-shuffle           shuffle=False
+  --no-set-epoch         the script never calls set_epoch: every epoch repeats epoch 0
+torch-random:
+  --generator-seed G     the generator's manual_seed (default 0)
+  --num-samples K        RandomSampler num_samples (default: dataset size)
+  --loader-generator M   none (default): the DataLoader has no generator of its own;
+                         every-epoch: DataLoader(shuffle=True, generator=g), which
+                         draws a base seed from g every epoch; persistent: the same
+                         with persistent_workers=True (draws once)
+torch kinds:
+  --torch-version V      torch release (default 1.13); from 2.7 randperm of
+                         n >= 214748364 uses another algorithm
+keras:
+  --seed S               the listing seed, 0 <= S < 2^32 (required)
+  --keras-version V      2.x (tf.keras) or 3.x (default 2.15)
+  --no-shuffle           shuffle=False
+  --labels L             inferred (default) or none (walk the root as one class)
+  --validation-split F   with --subset training (default) or validation
+  --batch-size B         Keras >= 3.3 only: the read window is 8 x B (default 32)
+order-file:
+  --order-file F         the order file to replay; with --root/--listing its
+                         entries are checked against the dataset (ImageFolder
+                         indices for an index order file)
+
+Keras >= 3.3 reshuffles paths in a buffer every epoch: the printed list is the base
+order, and a note on stderr gives the window the true order stays within.
+)";
+}  // namespace
+
+std::string UsageText() { return kUsage; }
+
+}  // namespace clairfs::tools
