@@ -32,13 +32,14 @@ using format::NodeRecord;
 struct WorkItem {
   uint32_t entry;      // index into the scan (== manifest node index)
   uint32_t partition;  // P for the broadcast pack
+  uint32_t seq = 0;    // position among the files of its partition
 };
 
 // A pack being written: opened at its first file, closed after the last worker.
 struct PackSink {
   std::unique_ptr<format::BufferedWriter> writer;
   format::StreamingChecksum checksum;
-  uint32_t files = 0;
+  uint32_t files = 0;  // written so far; the next file to write has seq == files
   uint64_t raw_bytes = 0;
   uint64_t bytes = 0;
 };
@@ -82,9 +83,8 @@ class PackRun {
   PackSummary summary_;
 
   std::atomic<size_t> next_{0};
-  std::mutex mu_;  // guards everything below and all writes
+  std::mutex mu_;  // guards the sinks, the failure and all writes
   std::condition_variable turn_;
-  size_t write_cursor_ = 0;
   Status failure_;
   std::atomic<bool> failed_{false};
   Progress* progress_ = nullptr;
@@ -130,6 +130,8 @@ Status PackRun::Place() {
   work_.insert(work_.end(), bcast.begin(), bcast.end());
   std::sort(work_.begin(), work_.end(),
             [](const WorkItem& a, const WorkItem& b) { return a.entry < b.entry; });
+  std::vector<uint32_t> seq(P + 1, 0);
+  for (WorkItem& w : work_) w.seq = seq[w.partition]++;
   summary_.broadcast_files = bcast.size();
   sinks_ = std::vector<PackSink>(P + 1);
   return Status::Ok();
@@ -190,7 +192,9 @@ void PackRun::Worker() {
     Status st = format::ReadWholeFile(e.source, &raw, e.size);
     if (st.ok()) st = encoder.Encode(raw.data(), raw.size(), &enc);
     std::unique_lock lk(mu_);
-    turn_.wait(lk, [&] { return write_cursor_ == i || failed_; });
+    // Only the previous file of the same pack must be written first: workers
+    // on other packs never wait for this one.
+    turn_.wait(lk, [&] { return sinks_[item.partition].files == item.seq || failed_; });
     if (failed_) return;
     if (st.ok()) st = Write(item, raw.data(), enc);
     if (!st.ok()) {
@@ -198,7 +202,6 @@ void PackRun::Worker() {
       Fail(st);
       return;
     }
-    ++write_cursor_;
     turn_.notify_all();
     lk.unlock();
     progress_->Add(1, e.size);
