@@ -1,0 +1,136 @@
+#include "fs/dist/cluster.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "fs/core/log.hpp"
+#include "fs/net/mpi_transport.hpp"
+#include "partitioner/format/file_io.hpp"
+
+namespace clairfs::fs {
+namespace {
+
+// A broadcast carries either the manifest or the error that stopped rank 0:
+// first byte 1 + manifest bytes, or 0 + message.
+std::vector<char> Envelope(const Result<std::vector<char>>& r) {
+  std::vector<char> out;
+  if (r.ok()) {
+    out.reserve(r->size() + 1);
+    out.push_back(1);
+    out.insert(out.end(), r->begin(), r->end());
+  } else {
+    const std::string msg = r.status().ToString();
+    out.push_back(0);
+    out.insert(out.end(), msg.begin(), msg.end());
+  }
+  return out;
+}
+
+std::string Json(const char* key, uint64_t v) {
+  return std::string("\"") + key + "\": " + std::to_string(v);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Cluster>> Cluster::Join(int* argc, char*** argv) {
+  std::unique_ptr<Cluster> c(new Cluster());
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  c->host_ = host;
+  if (!LaunchedByMpi()) return c;
+  auto mpi = MpiTransport::Init(argc, argv);
+  if (!mpi.ok()) return mpi.status();
+  c->rank_ = (*mpi)->rank();
+  c->size_ = (*mpi)->size();
+  c->transport_ = std::move(mpi).value();
+  return c;
+}
+
+Cluster::~Cluster() {
+  if (!shut_down_) (void)Shutdown(std::chrono::milliseconds(0));
+}
+
+Status Cluster::Start(const ClusterOptions& o) {
+  // Metadata once: rank 0 reads, everyone receives.
+  std::vector<char> envelope;
+  if (rank_ == 0) {
+    std::vector<char> bytes;
+    Status st = format::ReadWholeFile(o.dataset + "/" + format::kManifestName, &bytes);
+    envelope = Envelope(st.ok() ? Result<std::vector<char>>(std::move(bytes))
+                                : Result<std::vector<char>>(st));
+  }
+  if (transport_) CLAIRFS_RETURN_IF_ERROR(transport_->Broadcast(&envelope, 0));
+  if (envelope.empty() || envelope[0] != 1) {
+    const std::string msg(envelope.begin() + (envelope.empty() ? 0 : 1), envelope.end());
+    return Status::IOError("rank 0 could not read the manifest: " + msg);
+  }
+  envelope.erase(envelope.begin());
+  auto m = format::Manifest::Parse(std::move(envelope), o.dataset + "/manifest");
+  if (!m.ok()) return m.status();
+  manifest_ = *m;
+
+  const Ownership own(manifest_->partition_count(), manifest_->header().replicas, size_);
+  if (!o.local_dir.empty()) {
+    stager_ = std::make_unique<Stager>(o.dataset, o.local_dir, manifest_,
+                                       own.PartitionsOf(rank_), o.stage_threads);
+  }
+  DistOptions dopt;
+  dopt.peer_timeout = o.peer_timeout;
+  store_ = std::make_unique<DistributedPackStore>(o.dataset, manifest_, own, rank_,
+                                                  transport_.get(), stager_.get(), dopt);
+  if (transport_) {
+    DistributedPackStore* store = store_.get();
+    CLAIRFS_RETURN_IF_ERROR(transport_->Start(
+        [store](int peer, const PackRead& r) { return store->Serve(peer, r); }));
+  }
+  if (stager_) stager_->Start();
+  Log(LogLevel::kInfo, "rank " + std::to_string(rank_) + "/" + std::to_string(size_) + " on " +
+                           host_ + ": holds " + std::to_string(own.PartitionsOf(rank_).size()) +
+                           " of " + std::to_string(manifest_->partition_count() + 1) +
+                           " packs (replicas " + std::to_string(own.replicas()) + ")" +
+                           (stager_ ? ", staging into " + o.local_dir : ", no staging"));
+  return Status::Ok();
+}
+
+std::string Cluster::StatsJson() const {
+  std::string s = "{" + Json("rank", rank_) + ", " + Json("ranks", size_);
+  if (store_) {
+    const DistCounters& c = store_->counters();
+    s += ", \"peers\": {" + Json("reads", c.peer_reads) + ", " + Json("bytes", c.peer_bytes) +
+         ", " + Json("failures", c.peer_failures) + "}";
+    s += ", \"served_to_peers\": {" + Json("reads", c.served_reads) + ", " +
+         Json("bytes", c.served_bytes) + "}";
+    s += ", \"fallback\": {" + Json("reads", c.fallback_reads) + ", " +
+         Json("bytes", c.fallback_bytes) + "}";
+  }
+  if (stager_) {
+    const StagingProgress& p = stager_->progress();
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.3f", p.seconds.load());
+    s += ", \"staging\": {" + Json("packs_total", p.packs_total) + ", " +
+         Json("packs_done", p.packs_done) + ", " + Json("packs_reused", p.packs_reused) + ", " +
+         Json("packs_failed", p.packs_failed) + ", " + Json("bytes_total", p.bytes_total) + ", " +
+         Json("bytes_copied", p.bytes_copied) + ", \"finished\": " +
+         (p.finished ? "true" : "false") + ", \"seconds\": " + secs + "}";
+  }
+  return s + "}";
+}
+
+Status Cluster::Shutdown(std::chrono::milliseconds wait) {
+  if (shut_down_) return Status::Ok();
+  shut_down_ = true;
+  Status st;
+  if (transport_) {
+    st = transport_->Barrier(SteadyClock::now() + wait);
+    if (!st.ok()) {
+      Log(LogLevel::kWarn, "not every rank reached shutdown within " +
+                               std::to_string(wait.count()) + " ms: " + st.message());
+    }
+    transport_->Stop();
+  }
+  stager_.reset();  // cancels copies still running
+  return st;
+}
+
+}  // namespace clairfs::fs

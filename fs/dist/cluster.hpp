@@ -1,0 +1,66 @@
+// Cluster: the multi-node side of one clairfsd, set up before it mounts.
+//
+// Started by an MPI launcher, the daemon joins the job (MpiTransport); alone,
+// it is a one-node job and never touches MPI. Rank 0 reads the manifest from
+// the dataset directory and broadcasts it, so the shared file system sees one
+// metadata read per job, and every rank checks it. Each rank then stages the
+// partitions it holds into its local directory in the background and serves
+// peers' reads of them; the PackStore it hands out reads everything else from
+// peers or, failing that, the dataset directory.
+//
+// Thread-safe after Start(); Shutdown() once, after unmounting.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "fs/dist/distributed_pack_store.hpp"
+#include "fs/dist/stager.hpp"
+#include "fs/net/transport.hpp"
+#include "partitioner/format/manifest.hpp"
+
+namespace clairfs::fs {
+
+struct ClusterOptions {
+  std::string dataset;    // the clairfs-partition output (already expanded)
+  std::string local_dir;  // node-local directory for staged packs; empty: no staging
+  unsigned stage_threads = 2;
+  int server_threads = 2;
+  std::chrono::milliseconds peer_timeout{2000};
+};
+
+class Cluster {
+ public:
+  // Joins the MPI job if there is one (MPI_Init uses argc/argv).
+  static Result<std::unique_ptr<Cluster>> Join(int* argc, char*** argv);
+  ~Cluster();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // Every rank's hostname is this one's as MPI sees it; for {host} in paths.
+  const std::string& host() const { return host_; }
+
+  // Loads (rank 0) and broadcasts the manifest, starts staging and serving.
+  // Collective: every rank calls it; an error on any rank is reported on all.
+  Status Start(const ClusterOptions& options);
+  std::shared_ptr<const format::Manifest> manifest() const { return manifest_; }
+  PackStore* store() { return store_.get(); }
+  // The "cluster" section of stats.json: rank, peers, staging, fallbacks.
+  std::string StatsJson() const;
+  // After unmounting: waits (bounded) for every rank so none stops while a peer
+  // still reads from it, then stops serving. Not OK if a peer never arrived.
+  Status Shutdown(std::chrono::milliseconds wait);
+
+ private:
+  Cluster() = default;
+  int rank_ = 0, size_ = 1;
+  std::string host_;
+  std::unique_ptr<Transport> transport_;  // null for a one-node job
+  std::shared_ptr<const format::Manifest> manifest_;
+  std::unique_ptr<Stager> stager_;
+  std::unique_ptr<DistributedPackStore> store_;
+  bool shut_down_ = false;
+};
+
+}  // namespace clairfs::fs

@@ -1,0 +1,275 @@
+#include "prefetch/planner/planner.hpp"
+
+#include <algorithm>
+
+namespace clairfs::prefetch {
+
+Result<std::unique_ptr<Planner>> Planner::Create(PlannerConfig config, PlannerInput input,
+                                                 const Clock& clock) {
+  Result<PlannerShape> shape = ValidatePlannerConfig(config, input);
+  if (!shape.ok()) return shape.status();
+  std::unique_ptr<Planner> p(new Planner(std::move(config), std::move(input), *shape, clock));
+  if (p->config_.enabled) {
+    std::unique_lock<std::mutex> lock(p->mu_);
+    p->Extend(lock);
+    if (p->stream_.empty() && !p->order_error_.ok()) return p->order_error_;
+  }
+  return p;
+}
+
+Planner::Planner(PlannerConfig config, PlannerInput input, PlannerShape shape, const Clock& clock)
+    : config_(std::move(config)),
+      input_(std::move(input)),
+      shape_(shape),
+      clock_(clock),
+      stream_(shape.ranks, input_.file_size.size()),
+      resident_(config_.budget_bytes),
+      head_(shape.ranks, 0),
+      tail_(shape.ranks, 0),
+      next_epoch_(config_.start_epoch),
+      order_end_(config_.end_epoch),
+      outcomes_(2 * config_.deviation_threshold, 0),
+      deep_cursor_(config_.start_epoch),
+      pins_(shape.pin_opens, kNoFile),
+      oversize_seen_(input_.file_size.size(), 0) {
+  stats_.enabled = config_.enabled;
+  stats_.budget_bytes = config_.budget_bytes;
+  stats_.epoch = config_.start_epoch;
+}
+
+OpenResult Planner::OnOpen(FileId file) {
+  std::unique_lock<std::mutex> lock(mu_);
+  OpenResult r;
+  r.at = clock_.Now();
+  ++stats_.opens;
+  ResidentSet::State st = resident_.state(file);
+  r.ready = st == ResidentSet::State::kResident;
+  r.in_flight = st == ResidentSet::State::kInFlight;
+  ++(r.ready ? stats_.ready_opens : stats_.stalled_opens);
+  // Opened again while its first open is still recent (a library that opens
+  // a file twice): not a new read of the order.
+  const bool repeat = pinned_.count(file) != 0;
+  Pin(file);
+  if (!config_.enabled) return r;
+  failures_.erase(file);
+
+  // The entries of `file` are chained in time order; take the first one that
+  // lies in its rank's window.
+  const uint32_t g_count = shape_.ranks;
+  const uint64_t limit = MaxHead() + shape_.window_steps;
+  uint64_t found = kNever;
+  for (uint64_t t = stream_.NextUse(file); t != kNever; t = stream_.NextOccurrence(t)) {
+    uint64_t s = t / g_count;
+    uint32_t g = static_cast<uint32_t>(t % g_count);
+    if (s >= limit) break;
+    if (stream_.Satisfied(t)) continue;
+    if (s >= tail_[g] && s < head_[g] + shape_.window_steps) {
+      found = t;
+      break;
+    }
+  }
+  if (found == kNever && repeat) {
+    ++stats_.repeat_opens;
+    return r;
+  }
+  if (found != kNever) {
+    Consume(found);
+    r.predicted = true;
+    ++stats_.predicted_opens;
+  } else {
+    ++stats_.deviations;
+  }
+  bool resync = NoteOutcome(file, found != kNever);
+  if (resync) {
+    Resync(lock);
+  } else if (EpochToGenerate(/*urgent=*/true).has_value()) {
+    Extend(lock);
+  }
+  return r;
+}
+
+uint64_t Planner::RecoveryRun() const {
+  return std::clamp<uint64_t>(config_.deviation_threshold / 2, 1, 4);
+}
+
+bool Planner::NoteOutcome(FileId file, bool located) {
+  if (outcomes_.empty()) return false;
+  ring_deviations_ -= outcomes_[outcome_pos_];
+  outcomes_[outcome_pos_] = located ? 0 : 1;
+  ring_deviations_ += outcomes_[outcome_pos_];
+  outcome_pos_ = (outcome_pos_ + 1) % outcomes_.size();
+  const uint64_t n = config_.deviation_threshold;
+  if (located) {
+    stats_.consecutive_deviations = 0;
+    // A chance hit among deviations (a different seed finds a file in some
+    // window now and then) is not a recovery; a run of hits is.
+    if (++located_run_ >= RecoveryRun()) {
+      lost_ = false;
+      recent_.clear();
+      devs_since_attempt_ = 0;
+      resync_failures_ = 0;
+    }
+    return false;
+  }
+  located_run_ = 0;
+  ++stats_.consecutive_deviations;
+  ++devs_since_attempt_;
+  recent_.push_back(file);
+  if (recent_.size() > n) recent_.erase(recent_.begin());
+  // Deviations dominate the recent opens, and (after failed attempts) enough
+  // new ones arrived: a long unrelated pass backs off exponentially.
+  uint64_t due = n << std::min<uint64_t>(resync_failures_, 6);
+  return ring_deviations_ >= n && devs_since_attempt_ >= due && !resyncing_;
+}
+
+void Planner::EndStall(const OpenResult& open) {
+  Clock::Duration waited = clock_.Now() - open.at;
+  RecordStall(waited < Clock::Duration::zero() ? Clock::Duration::zero() : waited);
+}
+
+void Planner::RecordStall(Clock::Duration waited) {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t ns = static_cast<uint64_t>(std::max<int64_t>(0, waited.count()));
+  stats_.stall_ns += ns;
+  stats_.max_stall_ns = std::max(stats_.max_stall_ns, ns);
+}
+
+void Planner::Maintain() {
+  std::unique_lock<std::mutex> lock(mu_);
+  Extend(lock);
+}
+
+uint64_t Planner::MinTailTime() const {
+  uint64_t best = kNever;
+  for (uint32_t g = 0; g < shape_.ranks; ++g) best = std::min(best, tail_[g] * shape_.ranks + g);
+  return best == kNever ? 0 : best;
+}
+
+uint64_t Planner::MaxHead() const {
+  uint64_t best = 0;
+  for (uint64_t h : head_) best = std::max(best, h);
+  return best;
+}
+
+uint64_t Planner::EffectiveKey(FileId f) const {
+  // A file just opened is being read: treat it as needed now.
+  if (pinned_.count(f) != 0) return 0;
+  return config_.enabled ? stream_.NextUse(f) : kNever;
+}
+
+void Planner::Rekey(FileId f) { resident_.Rekey(f, EffectiveKey(f)); }
+
+void Planner::RekeyAll(const std::vector<FileId>& files) {
+  for (FileId f : files) Rekey(f);
+}
+
+void Planner::Pin(FileId f) {
+  if (pins_.empty()) return;
+  FileId old = pins_[pin_pos_];
+  pins_[pin_pos_] = f;
+  pin_pos_ = (pin_pos_ + 1) % pins_.size();
+  ++pinned_[f];
+  Rekey(f);
+  if (old == kNoFile) return;
+  auto it = pinned_.find(old);
+  if (--it->second == 0) {
+    pinned_.erase(it);
+    Rekey(old);
+  }
+}
+
+void Planner::Consume(uint64_t t) {
+  uint32_t g = static_cast<uint32_t>(t % shape_.ranks);
+  uint64_t s = t / shape_.ranks;
+  if (stream_.Satisfy(t)) Rekey(stream_.FileAt(t));
+  head_[g] = std::max(head_[g], s + 1);
+  AdvanceTail(g);
+  DropPassedEpochs();
+}
+
+void Planner::AdvanceTail(uint32_t g) {
+  while (tail_[g] < head_[g]) {
+    uint64_t t = tail_[g] * shape_.ranks + g;
+    if (tail_[g] + shape_.lag_steps < head_[g]) {
+      // Too far behind the rank's frontier to still be opened: abandoned.
+      if (stream_.Satisfy(t)) Rekey(stream_.FileAt(t));
+    } else if (!stream_.Satisfied(t)) {
+      break;
+    }
+    ++tail_[g];
+  }
+}
+
+void Planner::DropPassedEpochs() {
+  uint64_t min_tail = *std::min_element(tail_.begin(), tail_.end());
+  while (!stream_.empty() && stream_.first_epoch_end() <= min_tail) stream_.DropFront();
+}
+
+void Planner::RewindScan(FileId f) {
+  uint64_t t = stream_.NextUse(f);
+  if (t != kNever && t < scan_) scan_ = t;
+}
+
+uint64_t Planner::FileSize(FileId f) const {
+  return f < input_.file_size.size() ? input_.file_size[f] : 0;
+}
+
+std::vector<std::vector<FileId>> Planner::ToFiles(
+    const std::vector<std::vector<Index>>& orders) const {
+  std::vector<std::vector<FileId>> out(orders.size());
+  for (size_t g = 0; g < orders.size(); ++g) {
+    out[g].reserve(orders[g].size());
+    for (Index i : orders[g]) {
+      out[g].push_back(i < input_.file_of_index.size() ? input_.file_of_index[i] : kNoFile);
+    }
+  }
+  return out;
+}
+
+PlannerStats Planner::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  PlannerStats s = stats_;
+  s.lost = lost_;
+  s.resident_bytes = resident_.resident_bytes();
+  s.in_flight_bytes = resident_.in_flight_bytes();
+  s.resident_files = resident_.resident_files();
+  s.in_flight_files = resident_.in_flight_files();
+  if (config_.enabled) {
+    uint64_t epoch, offset;
+    uint64_t min_tail = *std::min_element(tail_.begin(), tail_.end());
+    s.epoch = stream_.Locate(min_tail, &epoch, &offset) ? epoch : next_epoch_;
+    ComputeLead(&s);
+  }
+  return s;
+}
+
+void Planner::ComputeLead(PlannerStats* s) const {
+  if (stream_.empty()) return;
+  uint64_t reach = stream_.Walk(MinTailTime(), [&](uint64_t, FileId f) {
+    uint64_t bytes = resident_.ResidentBytes(f);
+    if (bytes == kNever) return false;
+    ++s->lead_files;
+    s->lead_bytes += bytes;
+    return true;
+  });
+  uint64_t min_head = *std::min_element(head_.begin(), head_.end());
+  reach /= shape_.ranks;
+  s->lead_steps = reach > min_head ? reach - min_head : 0;
+}
+
+std::vector<RankPosition> Planner::Positions() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<RankPosition> out;
+  for (uint32_t g = 0; g < shape_.ranks; ++g) {
+    RankPosition p;
+    p.rank = config_.local_ranks[g];
+    if (!stream_.Locate(head_[g], &p.epoch, &p.offset)) {
+      p.epoch = next_epoch_;
+      p.offset = 0;
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace clairfs::prefetch

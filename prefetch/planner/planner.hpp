@@ -1,0 +1,197 @@
+// Planner: per node, which file to have in RAM next and which to drop -
+// Belady's optimal policy driven by the predicted read order of the node's
+// local training ranks.
+//
+// Model (docs/prefetch.md): the local ranks' per-epoch orders are merged step
+// by step into one future stream (FutureStream), two or so epochs at a time,
+// generated lazily. Each open the daemon sees is located in a local rank's
+// window around its position; that moves the rank forward and retires the
+// entry. Opens found nowhere are deviations; once they make up
+// deviation_threshold of the last 2 x deviation_threshold opens, the planner
+// searches the materialised epochs and a few more for where the recent opens
+// are, jumps there (a resync) or declares itself lost (NextFetches stops, the
+// caller caches reactively) and keeps trying with exponential backoff.
+//
+// Policy: NextFetches hands out files in order of next use, evicting the
+// resident file whose next use is furthest, and only when that use is later
+// than the one being fetched. Resident + in-flight bytes never exceed
+// budget_bytes: every byte the planner asks the caller to keep is reserved
+// before it is handed out, and OnFetched returns what must go when a file
+// turned out larger than reserved.
+//
+// How the daemon calls it:
+//   FUSE open of file f:   OpenResult r = OnOpen(f);
+//                          if (!r.ready) { wait or read on demand; EndStall(r); }
+//                          a demand-read file worth keeping: Admit(f, bytes)
+//   prefetch worker loop:  FetchPlan p = NextFetches(n); drop p.evict;
+//                          fetch p.fetch; then OnFetched(f, bytes) (drop what
+//                          it returns) or OnFetchFailed(f)
+//   cache dropped a file on its own: OnEvicted(f)
+//   stats.json:            Stats()
+//
+// Thread-safety: thread-safe. One mutex guards all state (no other lock is
+// taken under it; the order source is called without it). Every call holds it
+// for O(local ranks + occurrences of the file) work, except NextFetches
+// (O(entries scanned): `max` fetches plus covered entries), the once-per-epoch
+// integration of the next epoch (O(entries of one epoch): ~40 ms for ImageNet
+// on one 8-rank node), a resync attempt (copies the materialised epochs) and
+// Stats (O(lead), ~10 ms there). Generating an epoch's order (the sampler: a
+// randperm of the dataset) runs outside the mutex, in NextFetches or Maintain
+// (prefetch threads) an epoch ahead of need; OnOpen generates only when a rank
+// would otherwise run out of prediction, or to resync. No call blocks on I/O.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "partitioner/format/status.hpp"
+#include "prefetch/planner/clock.hpp"
+#include "prefetch/planner/future_stream.hpp"
+#include "prefetch/planner/planner_config.hpp"
+#include "prefetch/planner/planner_stats.hpp"
+#include "prefetch/planner/resident_set.hpp"
+
+namespace clairfs::prefetch {
+
+struct OpenResult {
+  bool predicted = false;  // the open was where the order said (or resynced to)
+  bool ready = false;      // the file was resident: serve it from RAM
+  bool in_flight = false;  // a fetch is under way: wait for it instead of fetching
+  Clock::TimePoint at{};   // when the open was seen, for EndStall
+};
+
+struct FetchPlan {
+  std::vector<FileId> fetch;  // fetch these, soonest use first (bytes already reserved)
+  std::vector<FileId> evict;  // drop these from RAM (already no longer counted)
+};
+
+struct Admission {
+  bool admitted = false;      // keep it: reserved until OnFetched / OnFetchFailed
+  std::vector<FileId> evict;  // drop these first
+};
+
+struct RankPosition {
+  uint64_t rank = 0;    // global rank id
+  uint64_t epoch = 0;   // epoch of the rank's open frontier
+  uint64_t offset = 0;  // entries of that epoch already passed by the frontier
+};
+
+class Planner {
+ public:
+  // InvalidArgument for a bad config (see ValidatePlannerConfig); the order
+  // source's error when the first epoch cannot be generated. `clock` must
+  // outlive the planner.
+  static Result<std::unique_ptr<Planner>> Create(PlannerConfig config, PlannerInput input,
+                                                 const Clock& clock);
+
+  Planner(const Planner&) = delete;
+  Planner& operator=(const Planner&) = delete;
+
+  // An open of `file` (any file id, predicted or not).
+  OpenResult OnOpen(FileId file);
+  // The open `open` (not ready) can now be served: records Now() - open.at.
+  void EndStall(const OpenResult& open);
+  // Records a wait measured by the caller.
+  void RecordStall(Clock::Duration waited);
+
+  // Up to `max` files to fetch now, in order of next use, with the evictions
+  // that make room for them. Empty when disabled or lost.
+  FetchPlan NextFetches(size_t max);
+  // A fetch completed: `file` now holds `bytes` in RAM (also accepted for a
+  // file the planner did not plan). Returns files to drop to stay within the
+  // budget, possibly `file` itself.
+  std::vector<FileId> OnFetched(FileId file, uint64_t bytes);
+  // A planned fetch failed: the reservation is released; the file is planned
+  // again until it failed max_fetch_retries times (reset by its next open).
+  void OnFetchFailed(FileId file);
+  // The cache dropped `file` on its own.
+  void OnEvicted(FileId file);
+
+  // The resident file the policy would evict first; nullopt when none.
+  std::optional<FileId> Victim() const;
+  // Drops resident files, furthest next use first, until `bytes_needed` are
+  // free (or nothing is left to drop); the caller must drop them too. The
+  // freed bytes are not reserved: use Admit to insert a file.
+  std::vector<FileId> Evictions(uint64_t bytes_needed);
+  // A demand-read `file` of `bytes`: keep it if there is room, or if some
+  // resident file is used later than it (or never); with no prediction the
+  // oldest files make room.
+  Admission Admit(FileId file, uint64_t bytes);
+
+  // Generates and integrates the next epoch if it will soon be needed.
+  void Maintain();
+
+  PlannerStats Stats() const;
+  std::vector<RankPosition> Positions() const;
+  const PlannerShape& shape() const { return shape_; }
+
+ private:
+  Planner(PlannerConfig config, PlannerInput input, PlannerShape shape, const Clock& clock);
+
+  // All private methods expect mu_ held, except those taking a lock.
+  uint64_t MinTailTime() const;
+  uint64_t MaxHead() const;
+  uint64_t EffectiveKey(FileId f) const;
+  void Rekey(FileId f);
+  void RekeyAll(const std::vector<FileId>& files);
+  void Pin(FileId f);
+  void Consume(uint64_t t);
+  void AdvanceTail(uint32_t slot);
+  void DropPassedEpochs();
+  void RewindScan(FileId f);
+  // Records an open's outcome; true when a resync attempt is due.
+  bool NoteOutcome(FileId f, bool located);
+  uint64_t RecoveryRun() const;  // located opens in a row that end a lost state
+  uint64_t FileSize(FileId f) const;
+  std::vector<std::vector<FileId>> ToFiles(const std::vector<std::vector<Index>>& orders) const;
+  void ComputeLead(PlannerStats* s) const;
+
+  // Extension and resync (planner_resync.cpp).
+  // The epoch to generate next, if one is needed; `urgent` only when a
+  // rank's window is about to run past what is materialised.
+  std::optional<uint64_t> EpochToGenerate(bool urgent = false) const;
+  void Extend(std::unique_lock<std::mutex>& lock);
+  void Resync(std::unique_lock<std::mutex>& lock);
+  void Rebase(uint64_t epoch, const std::vector<std::vector<FileId>>& slots,
+              const std::vector<std::pair<uint32_t, uint64_t>>& matched);
+
+  const PlannerConfig config_;
+  const PlannerInput input_;
+  const PlannerShape shape_;
+  const Clock& clock_;
+
+  mutable std::mutex mu_;  // guards everything below; the only lock
+  FutureStream stream_;
+  ResidentSet resident_;
+  std::vector<uint64_t> head_;  // by slot: one past the furthest entry located
+  std::vector<uint64_t> tail_;  // by slot: first entry that may still be opened
+  uint64_t next_epoch_ = 0;     // the epoch Extend appends next
+  uint64_t order_end_ = 0;      // no epoch at or after this is generated
+  Status order_error_;          // the order source's last failure
+  uint64_t scan_ = 0;           // NextFetches resumes here (merged time)
+  uint64_t rebase_gen_ = 0;     // bumps on every Rebase; stale work is discarded
+  bool extending_ = false;      // a thread is generating next_epoch_
+  bool resyncing_ = false;
+  bool lost_ = false;
+  uint64_t located_run_ = 0;       // located opens in a row
+  std::vector<uint8_t> outcomes_;  // ring over the last 2 x threshold opens: 1 = deviation
+  size_t outcome_pos_ = 0;
+  uint64_t ring_deviations_ = 0;
+  uint64_t devs_since_attempt_ = 0;
+  uint64_t resync_failures_ = 0;  // attempts in a row that found nothing (backoff)
+  uint64_t deep_cursor_ = 0;      // next epoch a resync generates
+  std::vector<FileId> recent_;    // the latest deviating opens, oldest first
+  std::vector<FileId> pins_;      // ring of recently opened files
+  size_t pin_pos_ = 0;
+  std::unordered_map<FileId, uint32_t> pinned_;
+  std::unordered_map<FileId, uint32_t> failures_;
+  std::vector<uint8_t> oversize_seen_;
+  PlannerStats stats_;
+};
+
+}  // namespace clairfs::prefetch

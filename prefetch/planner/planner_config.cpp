@@ -1,0 +1,75 @@
+#include "prefetch/planner/planner_config.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace clairfs::prefetch {
+
+OrderSource OrderSourceFromSampler(const Sampler& sampler) {
+  const Sampler* s = &sampler;
+  return [s](const std::vector<uint64_t>& ranks, uint64_t epoch) {
+    return s->OrderRanks(ranks, epoch);
+  };
+}
+
+std::vector<uint64_t> BlockLocalRanks(uint64_t node, uint64_t ranks_per_node, uint64_t world_size) {
+  std::vector<uint64_t> out;
+  for (uint64_t r = node * ranks_per_node; r < (node + 1) * ranks_per_node && r < world_size; ++r) {
+    out.push_back(r);
+  }
+  return out;
+}
+
+Result<PlannerShape> ValidatePlannerConfig(const PlannerConfig& c, const PlannerInput& in) {
+  if (in.file_size.size() >= kNoFile) {
+    return Status::InvalidArgument("planner: more file ids than FileId can hold");
+  }
+  PlannerShape shape;
+  if (!c.enabled) return shape;
+  if (c.local_ranks.empty()) return Status::InvalidArgument("planner: no local ranks");
+  if (c.local_ranks.size() > 4096) return Status::InvalidArgument("planner: too many local ranks");
+  std::vector<uint64_t> sorted = c.local_ranks;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    return Status::InvalidArgument("planner: a local rank is listed twice");
+  }
+  if (c.end_epoch <= c.start_epoch) {
+    return Status::InvalidArgument("planner: end_epoch " + std::to_string(c.end_epoch) +
+                                   " is not after start_epoch " + std::to_string(c.start_epoch));
+  }
+  if (c.batch_size == 0) return Status::InvalidArgument("planner: batch_size is 0");
+  if (c.read_window == 0) return Status::InvalidArgument("planner: read_window is 0");
+  if (c.deviation_threshold == 0)
+    return Status::InvalidArgument("planner: deviation_threshold is 0");
+  if (!in.order) return Status::InvalidArgument("planner: no order source");
+  for (FileId f : in.file_of_index) {
+    if (f != kNoFile && f >= in.file_size.size()) {
+      return Status::InvalidArgument("planner: dataset index maps to file id " + std::to_string(f) +
+                                     " beyond the size table");
+    }
+  }
+  shape.ranks = static_cast<uint32_t>(c.local_ranks.size());
+  // W = 0 loads in the main process: one batch at a time.
+  uint64_t batches = std::max<uint64_t>(1, c.num_workers * c.prefetch_factor);
+  shape.loader_steps = batches * c.batch_size;
+  uint64_t slack = c.locate_slack == kAuto ? c.batch_size : c.locate_slack;
+  shape.window_steps = 2 * shape.loader_steps + c.read_window + slack;
+  // The loader's out-of-order reads stay within its window; a Keras window
+  // can leave a file unread for a geometric number of steps (probability
+  // (1 - 1/W)^d), so abandon only after 16 windows (e^-16).
+  shape.lag_steps = shape.window_steps + (c.read_window > 1 ? 16 * c.read_window : 0);
+  // The last deviation_threshold opens of ranks that move together span
+  // about that many steps plus the loader's reordering; a tight span keeps
+  // chance matches (a different seed) rare.
+  shape.match_steps = shape.loader_steps + c.read_window + c.deviation_threshold;
+  shape.min_lead_steps = shape.window_steps + shape.loader_steps;
+  shape.pin_opens = c.pin_recent_opens == kAuto
+                        ? 4 * shape.ranks * std::max<uint64_t>(1, c.num_workers)
+                        : c.pin_recent_opens;
+  shape.resync_matches = c.resync_min_matches == kAuto
+                             ? std::max<uint64_t>(1, c.deviation_threshold * 3 / 4)
+                             : std::clamp<uint64_t>(c.resync_min_matches, 1, c.deviation_threshold);
+  return shape;
+}
+
+}  // namespace clairfs::prefetch

@@ -1,0 +1,100 @@
+// PlannerConfig and PlannerInput: what the planner needs to know about a job.
+//
+// PlannerConfig holds the node's local ranks, the epochs, the DataLoader shape,
+// the RAM budget and the tuning knobs (every field has a default and a
+// comment). PlannerInput holds the data: where the per-epoch orders come from
+// (an OrderSource, normally a Sampler's OrderRanks), the dataset index -> file
+// id map and the size of every file id. Value types; thread-compatible. An
+// OrderSource must be callable from any thread (Sampler::OrderRanks is).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include "partitioner/format/status.hpp"
+#include "prefetch/sampler.hpp"
+
+namespace clairfs::prefetch {
+
+// The daemon's manifest node index of a file.
+using FileId = uint32_t;
+inline constexpr FileId kNoFile = std::numeric_limits<FileId>::max();
+
+// The dataset indices each of `ranks` reads in `epoch`, element i for
+// ranks[i] (Sampler::OrderRanks's contract).
+using OrderSource = std::function<Result<std::vector<std::vector<Index>>>(
+    const std::vector<uint64_t>& ranks, uint64_t epoch)>;
+
+// An OrderSource over `sampler`, which must outlive every use of the result.
+OrderSource OrderSourceFromSampler(const Sampler& sampler);
+
+// Slurm's block distribution: node `node` holds ranks [node*G, (node+1)*G),
+// clipped to world_size.
+std::vector<uint64_t> BlockLocalRanks(uint64_t node, uint64_t ranks_per_node, uint64_t world_size);
+
+inline constexpr uint64_t kAuto = std::numeric_limits<uint64_t>::max();
+
+struct PlannerConfig {
+  // False: no prediction (an order the daemon cannot reproduce). The planner
+  // then only keeps the budget for a reactive cache: NextFetches is empty and
+  // Admit/Evictions evict oldest-first. Default true.
+  bool enabled = true;
+  // Global ids of the training ranks on this node (see BlockLocalRanks). At
+  // least one when enabled; their order fixes the merged stream's slots.
+  std::vector<uint64_t> local_ranks;
+  uint64_t start_epoch = 0;  // first epoch the job runs (a resumed job starts later)
+  uint64_t end_epoch = 1;    // one past the last epoch; > start_epoch when enabled
+  // DataLoader shape (see loader_workers.hpp); defaults are DataLoader's.
+  uint64_t batch_size = 1;
+  uint64_t num_workers = 0;
+  uint64_t prefetch_factor = 2;
+  // Keras >= 3.3: the next open is among the next `read_window` unread files
+  // of the base order (ReadOrder::window(); 8 x batch). 1 = exact order.
+  uint64_t read_window = 1;
+  // RAM the planner may fill: resident + in-flight bytes never exceed it.
+  uint64_t budget_bytes = 0;
+  // Consecutive opens not found in any local rank's window before a resync
+  // is attempted (and then again every this many). Default 8.
+  uint64_t deviation_threshold = 8;
+  // Of those opens, how many must fall near one position of one epoch for a
+  // resync to jump there. kAuto: 3/4 of deviation_threshold (at least 1).
+  uint64_t resync_min_matches = kAuto;
+  // Epochs beyond the materialised ones a resync attempt generates and
+  // searches (round robin over [start_epoch, end_epoch)). Default 2.
+  uint64_t resync_scan_epochs = 2;
+  // Extra entries in the locate window beyond 2 x W x pf batches + window.
+  // kAuto: one batch.
+  uint64_t locate_slack = kAuto;
+  // Files opened by the last this many opens are not evicted (their reads
+  // follow the open). kAuto: 4 x ranks x max(1, workers). 0 disables.
+  uint64_t pin_recent_opens = kAuto;
+  // A file whose fetch failed this many times is not planned again until it
+  // is opened. Default 3.
+  uint64_t max_fetch_retries = 3;
+};
+
+struct PlannerInput {
+  OrderSource order;                  // required when enabled
+  std::vector<FileId> file_of_index;  // dataset index -> file id (kNoFile: not served)
+  std::vector<uint64_t> file_size;    // bytes, by file id
+};
+
+// Values derived from a PlannerConfig once it is valid.
+struct PlannerShape {
+  uint32_t ranks = 0;           // G, the local ranks
+  uint64_t loader_steps = 0;    // entries one rank's loader reads ahead: W x pf x batch
+  uint64_t window_steps = 0;    // how far past a rank's head an open is looked for
+  uint64_t lag_steps = 0;       // an unopened entry this far behind the head is abandoned
+  uint64_t match_steps = 0;     // a resync's recent opens must lie this close together
+  uint64_t min_lead_steps = 0;  // entries per rank kept materialised beyond the heads
+  uint64_t pin_opens = 0;       // resolved pin_recent_opens
+  uint64_t resync_matches = 0;  // resolved resync_min_matches
+};
+
+// Checks `config` against `input` and derives the shape. InvalidArgument
+// naming the first bad field. A disabled config needs only the sizes.
+Result<PlannerShape> ValidatePlannerConfig(const PlannerConfig& config, const PlannerInput& input);
+
+}  // namespace clairfs::prefetch

@@ -1,0 +1,155 @@
+// Planner: the caching policy (Belady with a known future) and the resident
+// set's bookkeeping. Every method here takes mu_.
+#include <algorithm>
+
+#include "prefetch/planner/planner.hpp"
+
+namespace clairfs::prefetch {
+
+FetchPlan Planner::NextFetches(size_t max) {
+  std::unique_lock<std::mutex> lock(mu_);
+  FetchPlan plan;
+  if (!config_.enabled || lost_ || max == 0) return plan;
+  // Everything before scan_ is resident, in flight, opened or skipped; the
+  // scan resumes where it stopped, so each entry is visited O(1) times
+  // between rewinds.
+  uint64_t t = std::max(scan_, MinTailTime());
+  const uint64_t end = stream_.end_time();
+  std::vector<FileId> victims;
+  for (; t < end && plan.fetch.size() < max; ++t) {
+    if (stream_.Satisfied(t)) continue;
+    FileId f = stream_.FileAt(t);
+    if (resident_.state(f) != ResidentSet::State::kAbsent) continue;
+    uint64_t size = FileSize(f);
+    if (size > resident_.budget()) {
+      // Never fits: skip it rather than block everything behind it.
+      if (!oversize_seen_[f]) {
+        oversize_seen_[f] = 1;
+        ++stats_.oversize_skips;
+      }
+      continue;
+    }
+    auto failed = failures_.find(f);
+    if (failed != failures_.end() && failed->second >= config_.max_fetch_retries) continue;
+    // Belady: make room only from files used later than t (or never).
+    if (!resident_.PickVictims(size, t, &victims)) {
+      uint64_t min_head = *std::min_element(head_.begin(), head_.end());
+      if (t / shape_.ranks < min_head + shape_.loader_steps) ++stats_.short_budget_stops;
+      break;
+    }
+    for (FileId v : victims) {
+      resident_.Remove(v);
+      plan.evict.push_back(v);
+    }
+    stats_.evictions += victims.size();
+    resident_.StartFetch(f, size);  // fits: victims freed enough
+    plan.fetch.push_back(f);
+  }
+  scan_ = t;
+  stats_.fetches_planned += plan.fetch.size();
+  stats_.peak_used_bytes = std::max(stats_.peak_used_bytes, resident_.used());
+  // The prefetch threads generate the next epoch, off the FUSE path.
+  if (EpochToGenerate().has_value()) Extend(lock);
+  return plan;
+}
+
+std::vector<FileId> Planner::OnFetched(FileId file, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<FileId> drop;
+  ++stats_.fetched;
+  if (bytes > resident_.budget()) {
+    resident_.Remove(file);
+    drop.push_back(file);
+    return drop;
+  }
+  // A file larger than reserved may push the total over: make room from
+  // files used later than it, or drop the file itself.
+  uint64_t already = resident_.bytes(file);
+  if (bytes > already && bytes - already > resident_.free()) {
+    std::vector<FileId> victims;
+    bool ok = resident_.PickVictims(bytes - already, EffectiveKey(file), &victims);
+    if (!ok || std::find(victims.begin(), victims.end(), file) != victims.end()) {
+      resident_.Remove(file);
+      drop.push_back(file);
+      return drop;
+    }
+    for (FileId v : victims) {
+      resident_.Remove(v);
+      RewindScan(v);
+      drop.push_back(v);
+    }
+    stats_.evictions += victims.size();
+  }
+  resident_.Finish(file, bytes, EffectiveKey(file));
+  stats_.peak_used_bytes = std::max(stats_.peak_used_bytes, resident_.used());
+  return drop;
+}
+
+void Planner::OnFetchFailed(FileId file) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.fetch_failures;
+  if (resident_.state(file) != ResidentSet::State::kInFlight) return;
+  resident_.Remove(file);
+  ++failures_[file];
+  RewindScan(file);
+}
+
+void Planner::OnEvicted(FileId file) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (resident_.state(file) == ResidentSet::State::kAbsent) return;
+  resident_.Remove(file);
+  ++stats_.external_evictions;
+  RewindScan(file);
+}
+
+std::optional<FileId> Planner::Victim() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  FileId f = resident_.Furthest();
+  if (f == kNoFile) return std::nullopt;
+  return f;
+}
+
+std::vector<FileId> Planner::Evictions(uint64_t bytes_needed) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<FileId> out;
+  while (resident_.free() < bytes_needed) {
+    FileId v = resident_.Furthest();
+    if (v == kNoFile) break;
+    resident_.Remove(v);
+    RewindScan(v);
+    out.push_back(v);
+  }
+  stats_.evictions += out.size();
+  return out;
+}
+
+Admission Planner::Admit(FileId file, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Admission a;
+  if (resident_.state(file) != ResidentSet::State::kAbsent || bytes > resident_.budget()) {
+    ++stats_.rejections;
+    return a;
+  }
+  // The read being served needs the bytes now whatever happens; what counts
+  // is the file's next use after it. Lost or disabled, every key is kNever
+  // and the oldest files make room (FIFO).
+  uint64_t next = config_.enabled && !lost_ ? stream_.NextUse(file) : kNever;
+  std::vector<FileId> victims;
+  if (!resident_.PickVictims(bytes, next, &victims)) {
+    ++stats_.rejections;
+    return a;
+  }
+  for (FileId v : victims) {
+    resident_.Remove(v);
+    RewindScan(v);
+  }
+  stats_.evictions += victims.size();
+  resident_.StartFetch(file, bytes);
+  a.admitted = true;
+  a.evict = std::move(victims);
+  ++stats_.admissions;
+  stats_.peak_used_bytes = std::max(stats_.peak_used_bytes, resident_.used());
+  return a;
+}
+
+}  // namespace clairfs::prefetch

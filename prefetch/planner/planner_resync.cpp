@@ -1,0 +1,190 @@
+// Planner: generating epochs ahead of the ranks, and finding the ranks again
+// after they left the predicted order.
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "prefetch/planner/planner.hpp"
+
+namespace clairfs::prefetch {
+namespace {
+
+// Where a set of recent opens sits in one epoch's slots.
+struct Match {
+  uint64_t score = 0;  // distinct recent files found near the anchor
+  std::vector<std::pair<uint32_t, uint64_t>> entries;  // (slot, offset) per file
+};
+
+// Anchors on each occurrence of a recent file (newest file first) and counts
+// the distinct recent files that occur within `span` entries of it in any
+// slot: the local ranks move together, so a true position collects them all.
+Match MatchEpoch(const std::vector<std::vector<FileId>>& slots, const std::vector<FileId>& recent,
+                 uint64_t span) {
+  std::unordered_map<FileId, std::vector<std::pair<uint32_t, uint64_t>>> occ;
+  for (FileId f : recent) occ[f];
+  for (uint32_t g = 0; g < slots.size(); ++g) {
+    for (uint64_t k = 0; k < slots[g].size(); ++k) {
+      auto it = occ.find(slots[g][k]);
+      if (it != occ.end()) it->second.emplace_back(g, k);
+    }
+  }
+  std::vector<FileId> distinct;
+  for (auto r = recent.rbegin(); r != recent.rend(); ++r) {
+    if (std::find(distinct.begin(), distinct.end(), *r) == distinct.end()) distinct.push_back(*r);
+  }
+  Match best;
+  for (FileId anchor : distinct) {
+    for (const auto& [g0, k0] : occ[anchor]) {
+      Match m;
+      for (FileId f : distinct) {
+        for (const auto& [g, k] : occ[f]) {
+          if (k + span >= k0 && k <= k0 + span) {
+            m.entries.emplace_back(g, k);
+            ++m.score;
+            break;
+          }
+        }
+      }
+      if (m.score > best.score) best = std::move(m);
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::optional<uint64_t> Planner::EpochToGenerate(bool urgent) const {
+  if (!config_.enabled || next_epoch_ >= order_end_) return std::nullopt;
+  if (stream_.empty()) return next_epoch_;
+  // Tiny or empty epochs would otherwise be generated without end.
+  constexpr uint64_t kMaxMaterialisedEpochs = 256;
+  if (stream_.epoch_count() >= kMaxMaterialisedEpochs) return std::nullopt;
+  uint64_t max_head = MaxHead();
+  if (urgent) {
+    if (max_head + shape_.window_steps >= stream_.end_step()) return next_epoch_;
+    return std::nullopt;
+  }
+  // Keep the epoch after the furthest rank's, and at least min_lead_steps
+  // past it (several epochs when an epoch is shorter than that).
+  if (max_head + shape_.min_lead_steps >= stream_.end_step()) return next_epoch_;
+  if (max_head >= stream_.EpochBase(stream_.last_epoch())) return next_epoch_;
+  return std::nullopt;
+}
+
+void Planner::Extend(std::unique_lock<std::mutex>& lock) {
+  while (!extending_) {
+    std::optional<uint64_t> epoch = EpochToGenerate();
+    if (!epoch) return;
+    extending_ = true;
+    const uint64_t gen = rebase_gen_;
+    // The sampler (a randperm of the whole dataset) runs without the lock.
+    lock.unlock();
+    Result<std::vector<std::vector<Index>>> orders = input_.order(config_.local_ranks, *epoch);
+    std::vector<std::vector<FileId>> files;
+    if (orders.ok()) files = ToFiles(*orders);
+    lock.lock();
+    extending_ = false;
+    if (gen != rebase_gen_ || next_epoch_ != *epoch) continue;  // a resync moved on
+    if (!orders.ok()) {
+      ++stats_.order_errors;
+      order_error_ = orders.status();
+      order_end_ = *epoch;
+      return;
+    }
+    std::vector<FileId> changed;
+    stream_.Append(*epoch, files, &changed);
+    next_epoch_ = *epoch + 1;
+    RekeyAll(changed);
+  }
+}
+
+void Planner::Resync(std::unique_lock<std::mutex>& lock) {
+  resyncing_ = true;
+  devs_since_attempt_ = 0;
+  ++stats_.resync_attempts;
+  const std::vector<FileId> recent = recent_;
+  const uint64_t gen = rebase_gen_;
+  struct Candidate {
+    uint64_t epoch;
+    std::vector<std::vector<FileId>> slots;
+  };
+  std::vector<Candidate> candidates;
+  if (!stream_.empty()) {
+    for (uint64_t e = stream_.first_epoch(); e <= stream_.last_epoch(); ++e) {
+      candidates.push_back({e, stream_.Slots(e)});
+    }
+  }
+  // Beyond the materialised epochs: a few more per attempt, round robin,
+  // starting after them (a restart usually jumps forward).
+  const uint64_t first = config_.start_epoch, end = config_.end_epoch;
+  if (resync_failures_ == 0) deep_cursor_ = next_epoch_ < end ? next_epoch_ : first;
+  std::vector<uint64_t> deep;
+  for (uint64_t i = 0; i < end - first && deep.size() < config_.resync_scan_epochs; ++i) {
+    uint64_t e = deep_cursor_;
+    deep_cursor_ = e + 1 < end ? e + 1 : first;
+    bool materialised = !stream_.empty() && e >= stream_.first_epoch() && e <= stream_.last_epoch();
+    if (!materialised) deep.push_back(e);
+  }
+  lock.unlock();
+  for (uint64_t e : deep) {
+    Result<std::vector<std::vector<Index>>> orders = input_.order(config_.local_ranks, e);
+    if (orders.ok()) candidates.push_back({e, ToFiles(*orders)});
+  }
+  const Candidate* best = nullptr;
+  Match best_match;
+  for (const Candidate& c : candidates) {
+    Match m = MatchEpoch(c.slots, recent, shape_.match_steps);
+    if (m.score > best_match.score) {
+      best_match = std::move(m);
+      best = &c;
+    }
+  }
+  lock.lock();
+  resyncing_ = false;
+  // Tracking recovered (or another resync jumped) while the lock was free.
+  if (gen != rebase_gen_ || located_run_ >= RecoveryRun()) {
+    return;
+  }
+  if (best != nullptr && best_match.score >= shape_.resync_matches) {
+    Rebase(best->epoch, best->slots, best_match.entries);
+    ++stats_.resyncs;
+    stats_.predicted_opens += best_match.entries.size();
+    lost_ = false;
+    stats_.consecutive_deviations = 0;
+    recent_.clear();
+    resync_failures_ = 0;
+    std::fill(outcomes_.begin(), outcomes_.end(), 0);
+    ring_deviations_ = 0;
+    Extend(lock);
+    return;
+  }
+  lost_ = true;
+  ++resync_failures_;  // backs off the next attempt (NoteOutcome)
+}
+
+void Planner::Rebase(uint64_t epoch, const std::vector<std::vector<FileId>>& slots,
+                     const std::vector<std::pair<uint32_t, uint64_t>>& matched) {
+  std::vector<FileId> changed;
+  // Steps keep increasing across a rebase, so merged times never repeat.
+  const uint64_t base = stream_.end_step();
+  stream_.Reset(base, &changed);
+  stream_.Append(epoch, slots, &changed);
+  RekeyAll(changed);
+  ++rebase_gen_;
+  next_epoch_ = epoch + 1;
+  order_end_ = config_.end_epoch;
+  uint64_t kmin = kNever;
+  for (const auto& m : matched) kmin = std::min(kmin, m.second);
+  if (kmin == kNever) kmin = 0;
+  std::fill(head_.begin(), head_.end(), base + kmin);
+  std::fill(tail_.begin(), tail_.end(), base + kmin);
+  for (const auto& [g, k] : matched) {
+    uint64_t t = (base + k) * shape_.ranks + g;
+    if (stream_.Satisfy(t)) Rekey(stream_.FileAt(t));
+    head_[g] = std::max(head_[g], base + k + 1);
+  }
+  for (uint32_t g = 0; g < shape_.ranks; ++g) AdvanceTail(g);
+  scan_ = MinTailTime();
+}
+
+}  // namespace clairfs::prefetch

@@ -1,0 +1,64 @@
+// PlannerStats: a snapshot of the planner's counters (Planner::Stats()).
+//
+// Counters are cumulative since the planner was created; the *_bytes/_files
+// gauges and the lead are measured at the snapshot. Value type.
+#pragma once
+
+#include <cstdint>
+
+namespace clairfs::prefetch {
+
+struct PlannerStats {
+  bool enabled = false;  // false: no prediction, reactive caching only
+  bool lost = false;     // the last resync failed; the caller caches reactively
+
+  // Opens.
+  uint64_t opens = 0;            // every OnOpen
+  uint64_t predicted_opens = 0;  // located in a local rank's window (or by a resync)
+  uint64_t ready_opens = 0;      // the file was resident at the open
+  uint64_t stalled_opens = 0;    // it was not (in flight or absent)
+  uint64_t stall_ns = 0;         // wait reported through EndStall/RecordStall
+  uint64_t max_stall_ns = 0;
+
+  // Tracking.
+  uint64_t repeat_opens = 0;            // a recently opened file opened again (neither)
+  uint64_t deviations = 0;              // opens not found in any local rank's window
+  uint64_t consecutive_deviations = 0;  // current run of them
+  uint64_t resync_attempts = 0;
+  uint64_t resyncs = 0;       // jumps to a new position
+  uint64_t epoch = 0;         // epoch of the furthest-behind local rank
+  uint64_t order_errors = 0;  // the order source failed for an epoch
+
+  // Policy.
+  uint64_t fetches_planned = 0;     // files handed out by NextFetches
+  uint64_t fetched = 0;             // OnFetched
+  uint64_t fetch_failures = 0;      // OnFetchFailed
+  uint64_t evictions = 0;           // files the planner told the caller to drop
+  uint64_t external_evictions = 0;  // OnEvicted of a file the planner still held
+  uint64_t oversize_skips = 0;      // files never planned: larger than the whole budget
+  // NextFetches stopped at a full budget while the furthest-behind rank had
+  // less lead than its loader's own read-ahead (W x pf batches): the budget
+  // is too small for this job.
+  uint64_t short_budget_stops = 0;
+  uint64_t admissions = 0;  // Admit accepted (reactive caching)
+  uint64_t rejections = 0;  // Admit refused
+
+  // Budget, at the snapshot.
+  uint64_t budget_bytes = 0;
+  uint64_t resident_bytes = 0;
+  uint64_t in_flight_bytes = 0;
+  uint64_t resident_files = 0;
+  uint64_t in_flight_files = 0;
+  uint64_t peak_used_bytes = 0;  // max of resident + in flight ever
+
+  // Lead: from the furthest-behind local rank, the upcoming (not yet opened)
+  // entries of the merged stream whose files are resident, up to the first
+  // that is not. Files and bytes count entries (a file used twice counts
+  // twice); steps is how far that reaches past the furthest-behind rank's
+  // open frontier, in per-rank entries (compare with W x pf x batch).
+  uint64_t lead_files = 0;
+  uint64_t lead_bytes = 0;
+  uint64_t lead_steps = 0;
+};
+
+}  // namespace clairfs::prefetch

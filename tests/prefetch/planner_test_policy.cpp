@@ -1,0 +1,155 @@
+// Planner policy details: files just opened stay, demand reads are admitted
+// by next use, a budget below the loader's read-ahead is reported, epochs are
+// generated ahead of need, and an order source that ends early ends the
+// prediction cleanly.
+#include <catch2/catch.hpp>
+#include <numeric>
+
+#include "prefetch/planner/planner.hpp"
+
+namespace pf = clairfs::prefetch;
+using pf::FileId;
+using Files = std::vector<FileId>;
+
+namespace {
+
+struct Fixture {
+  pf::FakeClock clock;
+  std::vector<uint64_t> sizes;
+  std::unique_ptr<pf::Planner> planner;
+
+  // One rank reading `order` every epoch; file id = dataset index.
+  Fixture(std::vector<uint64_t> order, std::vector<uint64_t> file_sizes, pf::PlannerConfig c,
+          uint64_t last_epoch_with_order = ~uint64_t{0})
+      : sizes(std::move(file_sizes)) {
+    pf::PlannerInput in;
+    in.order = [order, last_epoch_with_order](const std::vector<uint64_t>& ranks, uint64_t epoch) {
+      using R = clairfs::Result<std::vector<std::vector<pf::Index>>>;
+      if (epoch > last_epoch_with_order) return R(clairfs::Status::NotFound("no such epoch"));
+      return R(std::vector<std::vector<pf::Index>>(ranks.size(), order));
+    };
+    in.file_of_index.resize(sizes.size());
+    std::iota(in.file_of_index.begin(), in.file_of_index.end(), 0);
+    in.file_size = sizes;
+    auto p = pf::Planner::Create(std::move(c), std::move(in), clock);
+    REQUIRE(p.ok());
+    planner = std::move(p).value();
+  }
+
+  pf::FetchPlan FetchAll() {
+    pf::FetchPlan plan = planner->NextFetches(100);
+    for (FileId f : plan.fetch) REQUIRE(planner->OnFetched(f, sizes[f]).empty());
+    return plan;
+  }
+};
+
+pf::PlannerConfig OneRank(uint64_t budget, uint64_t epochs = 1) {
+  pf::PlannerConfig c;
+  c.local_ranks = {0};
+  c.end_epoch = epochs;
+  c.budget_bytes = budget;
+  c.pin_recent_opens = 0;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("A file just opened is not evicted under its reader", "[unit][planner]") {
+  // Budget for two files; C must displace someone after A and B are opened.
+  pf::PlannerConfig c = OneRank(2);
+  c.pin_recent_opens = 1;
+  Fixture fx({0, 1, 2}, {1, 1, 1}, c);
+  CHECK(fx.FetchAll().fetch == Files{0, 1});
+  fx.planner->OnOpen(0);  // pinned until the next open
+  // 0 is never used again, but is being read: 1 (t1) is not evictable either.
+  CHECK(fx.planner->NextFetches(10).fetch.empty());
+  fx.planner->OnOpen(1);  // unpins 0, pins 1
+  pf::FetchPlan plan = fx.FetchAll();
+  CHECK(plan.fetch == Files{2});
+  CHECK(plan.evict == Files{0});
+}
+
+TEST_CASE("Demand reads are kept only when used before something resident", "[unit][planner]") {
+  // t: 0 1 2 3 4 5 ; budget for two files; files 3 and 4 are not in the order.
+  Fixture fx({0, 1, 2, 0, 1, 2}, {1, 1, 1, 1, 1}, OneRank(2));
+  CHECK(fx.FetchAll().fetch == Files{0, 1});
+  // An unpredicted file does not push out predicted ones.
+  CHECK_FALSE(fx.planner->Admit(3, 1).admitted);
+  fx.planner->OnOpen(0);  // 0 next at t3
+  fx.planner->OnOpen(1);  // 1 next at t4
+  // 2 (t2) is needed before 1 (t4): admitted in its place.
+  pf::Admission a = fx.planner->Admit(2, 1);
+  CHECK(a.admitted);
+  CHECK(a.evict == Files{1});
+  CHECK(fx.planner->OnFetched(2, 1).empty());
+  pf::PlannerStats s = fx.planner->Stats();
+  CHECK(s.admissions == 1);
+  CHECK(s.rejections == 1);
+  CHECK(s.resident_bytes == 2);
+}
+
+TEST_CASE("A budget smaller than the loader's read-ahead is reported, and still kept",
+          "[unit][planner]") {
+  std::vector<uint64_t> order(64);
+  std::iota(order.begin(), order.end(), 0);
+  pf::PlannerConfig c = OneRank(5 * 100, 2);
+  c.batch_size = 4;
+  c.num_workers = 2;  // the loader alone reads 16 files ahead
+  Fixture fx(order, std::vector<uint64_t>(64, 100), c);
+  for (FileId f = 0; f < 64; ++f) {
+    fx.FetchAll();
+    fx.planner->OnOpen(f);
+    pf::PlannerStats s = fx.planner->Stats();
+    REQUIRE(s.resident_bytes + s.in_flight_bytes <= s.budget_bytes);
+  }
+  pf::PlannerStats s = fx.planner->Stats();
+  CHECK(s.short_budget_stops > 0);
+  CHECK(s.ready_opens >= 60);  // in-order reads still find their files
+}
+
+TEST_CASE("The next epoch is generated ahead of need; a missing epoch ends prediction",
+          "[unit][planner]") {
+  std::vector<uint64_t> order(40);
+  std::iota(order.begin(), order.end(), 0);
+  pf::PlannerConfig c = OneRank(40, 5);
+  // The order source knows epochs 0 and 1 only (an order file, say).
+  Fixture fx(order, std::vector<uint64_t>(40, 1), c, 1);
+  fx.planner->Maintain();
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    for (FileId i = 0; i < 40; ++i) {
+      fx.FetchAll();
+      // Epoch 2 reads an order nothing predicted.
+      pf::OpenResult r = fx.planner->OnOpen(epoch < 2 ? i : (i * 17) % 40);
+      if (epoch < 2) {
+        REQUIRE(r.predicted);
+        REQUIRE(r.ready);
+      }
+    }
+  }
+  pf::PlannerStats s = fx.planner->Stats();
+  CHECK(s.order_errors == 1);
+  CHECK(s.predicted_opens == 80);
+  CHECK(s.deviations == 40);  // epoch 2 was not predicted
+  CHECK(s.resyncs == 0);
+  CHECK(s.lost);
+}
+
+TEST_CASE("A file opened twice in a row is a repeat, not a deviation", "[unit][planner]") {
+  std::vector<uint64_t> order(100);
+  std::iota(order.begin(), order.end(), 0);
+  pf::PlannerConfig c = OneRank(100, 2);
+  c.pin_recent_opens = pf::kAuto;
+  Fixture fx(order, std::vector<uint64_t>(100, 1), c);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    for (FileId f = 0; f < 100; ++f) {
+      fx.FetchAll();
+      CHECK(fx.planner->OnOpen(f).predicted);
+      CHECK(fx.planner->OnOpen(f).ready);  // e.g. a header check, then the decode
+    }
+  }
+  pf::PlannerStats s = fx.planner->Stats();
+  CHECK(s.repeat_opens == 200);
+  CHECK(s.deviations == 0);
+  CHECK(s.resync_attempts == 0);
+  CHECK(s.predicted_opens == 200);
+}

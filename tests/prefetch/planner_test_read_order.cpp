@@ -1,0 +1,123 @@
+// The planner wired the way the daemon will wire it: a ReadOrder built from a
+// listing, dataset indices mapped to manifest file ids through their paths.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <map>
+#include <string>
+
+#include "prefetch/planner/node_sim.hpp"
+#include "prefetch/planner/planner.hpp"
+#include "prefetch/read_order.hpp"
+#include "prefetch/read_window.hpp"
+
+namespace pf = clairfs::prefetch;
+using pf::FileId;
+
+namespace {
+
+// A tree of 3 classes x 80 images plus a non-image file, and a "manifest"
+// that numbers files in its own (reverse sorted) order.
+struct Tree {
+  pf::Listing listing;
+  std::map<std::string, FileId> manifest;
+  std::vector<uint64_t> sizes;
+
+  Tree() {
+    std::vector<std::string> paths = {"README.txt"};
+    for (std::string c : {"cat", "dog", "eel"}) {
+      for (int i = 0; i < 80; ++i) paths.push_back(c + "/" + std::to_string(1000 + i) + ".jpg");
+    }
+    listing = pf::ListingFromPaths(paths).value();
+    std::sort(paths.rbegin(), paths.rend());
+    for (const std::string& p : paths) {
+      manifest[p] = static_cast<FileId>(manifest.size());
+      sizes.push_back(1000 + 37 * manifest.size() % 5000);
+    }
+  }
+
+  pf::PlannerInput Input(const pf::ReadOrder& order) const {
+    pf::PlannerInput in;
+    in.order = pf::OrderSourceFromSampler(order.sampler());
+    for (const std::string& p : order.dataset().paths) in.file_of_index.push_back(manifest.at(p));
+    in.file_size = sizes;
+    return in;
+  }
+
+  std::vector<FileId> Files(const std::vector<std::string>& paths) const {
+    std::vector<FileId> out;
+    for (const std::string& p : paths) out.push_back(manifest.at(p));
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("Planner over ReadOrder: DistributedSampler on ImageFolder, node 1 of 2",
+          "[unit][planner]") {
+  Tree tree;
+  pf::OrderSpec spec;
+  spec.distributed.num_replicas = 4;
+  spec.distributed.seed = 17;
+  pf::ReadOrder order = pf::ReadOrder::Build(spec, &tree.listing).value();
+  pf::PlannerConfig c;
+  c.local_ranks = pf::BlockLocalRanks(1, 2, 4);  // ranks 2 and 3
+  c.end_epoch = 3;
+  c.batch_size = 2;
+  c.num_workers = 2;
+  c.budget_bytes = 40 * 3000;
+  pf::FakeClock clock;
+  auto planner = std::move(pf::Planner::Create(c, tree.Input(order), clock)).value();
+  pf::NodeSimOptions o;
+  o.loader = {2, 2, 2, false};
+  pf::NodeSim sim(*planner, clock, tree.sizes, o);
+  for (uint64_t e = 0; e < 3; ++e) {
+    sim.RunEpoch({tree.Files(order.Paths(2, e).value()), tree.Files(order.Paths(3, e).value())});
+  }
+  INFO(sim.report().first_problem);
+  REQUIRE(sim.report().budget_violations == 0);
+  CHECK(sim.report().ReadyFraction(2 * 5 * 2) >= 0.99);
+  pf::PlannerStats s = planner->Stats();
+  CHECK(s.opens == 3 * 120);
+  CHECK(s.predicted_opens == s.opens);
+}
+
+TEST_CASE("Planner over ReadOrder: Keras >= 3.3 read window", "[unit][planner]") {
+  Tree tree;
+  pf::OrderSpec spec;
+  spec.kind = pf::SamplerKind::kKeras;
+  spec.keras.version = {3, 3};
+  spec.keras.seed = 5;
+  spec.keras.batch_size = 4;
+  pf::ReadOrder order = pf::ReadOrder::Build(spec, &tree.listing).value();
+  REQUIRE(order.window() == 32);
+  pf::PlannerConfig c;
+  c.local_ranks = {0};
+  c.end_epoch = 2;
+  c.batch_size = 4;
+  c.read_window = order.window();
+  c.budget_bytes = 100 * 3000;
+  pf::FakeClock clock;
+  auto planner = std::move(pf::Planner::Create(c, tree.Input(order), clock)).value();
+  pf::NodeSimOptions o;
+  o.loader.batch_size = 4;
+  pf::NodeSim sim(*planner, clock, tree.sizes, o);
+  for (uint64_t e = 0; e < 2; ++e) {
+    // Follow the rule with ReadWindow: each open is one of the current candidates.
+    std::vector<pf::Index> base = order.sampler().Order(0, e).value();
+    pf::ReadWindow window = pf::ReadWindow::Create(base, order.window()).value();
+    std::vector<FileId> opens;
+    for (uint64_t i = 0; window.remaining() > 0; ++i) {
+      std::vector<pf::Index> cand = window.Candidates();
+      pf::Index pick = cand[(i * 7 + e) % cand.size()];
+      REQUIRE(window.MarkRead(pick).value());
+      opens.push_back(tree.manifest.at(order.dataset().paths[pick]));
+    }
+    sim.OpenSequence(opens);
+  }
+  INFO(sim.report().first_problem);
+  REQUIRE(sim.report().budget_violations == 0);
+  pf::PlannerStats s = planner->Stats();
+  CHECK(s.deviations == 0);
+  CHECK(s.predicted_opens == 2 * 240);
+  CHECK(sim.report().ReadyFraction(32) >= 0.99);
+}
