@@ -94,7 +94,8 @@ Status Cluster::Start(const ClusterOptions& o) {
 }
 
 std::string Cluster::StatsJson() const {
-  std::string s = "{" + Json("rank", rank_) + ", " + Json("ranks", size_);
+  std::string s = "{" + Json("rank", rank_) + ", " + Json("ranks", size_) + ", " +
+                  Json("pid", static_cast<uint64_t>(::getpid())) + ", \"host\": \"" + host_ + "\"";
   if (store_) {
     const DistCounters& c = store_->counters();
     s += ", \"peers\": {" + Json("reads", c.peer_reads) + ", " + Json("bytes", c.peer_bytes) +

@@ -131,6 +131,10 @@ Status Stager::VerifyExisting(uint32_t p, const std::string& path, bool* intact)
 
 Status Stager::Copy(uint32_t p, const std::string& from, const std::string& to) {
   int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0 && errno == ENOENT) {
+    return Status::NotFound(from + ": partition " + std::to_string(p) +
+                            " pack is missing from the dataset directory");
+  }
   if (in < 0) return Status::FromErrno(errno, "open " + from);
   ::posix_fadvise(in, 0, 0, POSIX_FADV_SEQUENTIAL);
   auto out = format::BufferedWriter::Create(to, kChunk);

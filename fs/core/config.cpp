@@ -1,0 +1,189 @@
+#include "fs/core/config.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+
+namespace clairfs::fs {
+namespace {
+
+struct Setting {
+  const char* key;
+  const char* help;
+  std::function<bool(Config*, std::string_view)> set;  // false: bad value
+  std::function<std::string(const Config&)> show;
+};
+
+bool ParseBool(std::string_view t, bool* out) {
+  if (t == "true" || t == "yes" || t == "on" || t == "1") {
+    *out = true;
+    return true;
+  }
+  if (t == "false" || t == "no" || t == "off" || t == "0") {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+
+bool ParseU32(std::string_view t, uint32_t lo, uint32_t hi, uint32_t* out) {
+  uint32_t v = 0;
+  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || end != t.data() + t.size() || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+bool ParseSeconds(std::string_view t, double* out) {
+  std::string s(t);
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v) || v < 0) return false;
+  *out = v;
+  return true;
+}
+
+std::string ShowDouble(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+std::string Quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+const std::vector<Setting>& Table() {
+  static const std::vector<Setting> kTable = {
+      {"dataset", "(required) clairfs-partition output directory",
+       [](Config* c, std::string_view v) {
+         c->dataset = v;
+         return !v.empty();
+       },
+       [](const Config& c) { return Quote(c.dataset); }},
+      {"mount", "(required) mount point, an existing directory",
+       [](Config* c, std::string_view v) {
+         c->mount = v;
+         return !v.empty();
+       },
+       [](const Config& c) { return Quote(c.mount); }},
+      {"ram_cache", "bytes of decoded data kept in RAM, suffix K/M/G/T [1G]",
+       [](Config* c, std::string_view v) { return ParseSize(v, &c->ram_cache); },
+       [](const Config& c) { return std::to_string(c.ram_cache); }},
+      {"pack_readahead", "pack bytes read ahead into the page cache on first use, 0 = off [0]",
+       [](Config* c, std::string_view v) { return ParseSize(v, &c->pack_readahead); },
+       [](const Config& c) { return std::to_string(c.pack_readahead); }},
+      {"threads", "maximum FUSE worker threads, 1-1024 [10]",
+       [](Config* c, std::string_view v) { return ParseU32(v, 1, 1024, &c->threads); },
+       [](const Config& c) { return std::to_string(c.threads); }},
+      {"clone_fd", "one /dev/fuse descriptor per worker thread [true]",
+       [](Config* c, std::string_view v) { return ParseBool(v, &c->clone_fd); },
+       [](const Config& c) { return std::string(c.clone_fd ? "true" : "false"); }},
+      {"allow_other", "let other users use the mount [false]",
+       [](Config* c, std::string_view v) { return ParseBool(v, &c->allow_other); },
+       [](const Config& c) { return std::string(c.allow_other ? "true" : "false"); }},
+      {"entry_timeout", "seconds the kernel caches names [31536000]",
+       [](Config* c, std::string_view v) { return ParseSeconds(v, &c->entry_timeout); },
+       [](const Config& c) { return ShowDouble(c.entry_timeout); }},
+      {"attr_timeout", "seconds the kernel caches attributes [31536000]",
+       [](Config* c, std::string_view v) { return ParseSeconds(v, &c->attr_timeout); },
+       [](const Config& c) { return ShowDouble(c.attr_timeout); }},
+      {"negative_timeout", "seconds the kernel caches missing names [31536000]",
+       [](Config* c, std::string_view v) { return ParseSeconds(v, &c->negative_timeout); },
+       [](const Config& c) { return ShowDouble(c.negative_timeout); }},
+      {"no_open", "kernel opens files itself, no OPEN round trip [true]",
+       [](Config* c, std::string_view v) { return ParseBool(v, &c->no_open); },
+       [](const Config& c) { return std::string(c.no_open ? "true" : "false"); }},
+      {"no_opendir", "kernel opens directories itself and caches listings [true]",
+       [](Config* c, std::string_view v) { return ParseBool(v, &c->no_opendir); },
+       [](const Config& c) { return std::string(c.no_opendir ? "true" : "false"); }},
+      {"read_ahead", "kernel read-ahead of the mount in bytes, 0 = kernel default [1M]",
+       [](Config* c, std::string_view v) { return ParseSize(v, &c->read_ahead); },
+       [](const Config& c) { return std::to_string(c.read_ahead); }},
+      {"log_level", "error, warn, info or debug [info]",
+       [](Config* c, std::string_view v) { return ParseLogLevel(v, &c->log_level); },
+       [](const Config& c) { return std::string(LogLevelName(c.log_level)); }},
+  };
+  return kTable;
+}
+
+}  // namespace
+
+bool ParseSize(std::string_view t, uint64_t* out) {
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || end == t.data()) return false;
+  std::string_view suffix(end, static_cast<size_t>(t.data() + t.size() - end));
+  if (suffix.size() >= 2 && (suffix.substr(1) == "iB" || suffix.substr(1) == "B")) {
+    suffix = suffix.substr(0, 1);
+  }
+  int shift = 0;
+  if (suffix.empty() || suffix == "B") {
+    shift = 0;
+  } else if (suffix == "K" || suffix == "k") {
+    shift = 10;
+  } else if (suffix == "M" || suffix == "m") {
+    shift = 20;
+  } else if (suffix == "G" || suffix == "g") {
+    shift = 30;
+  } else if (suffix == "T" || suffix == "t") {
+    shift = 40;
+  } else {
+    return false;
+  }
+  if (shift > 0 && v > (UINT64_MAX >> shift)) return false;
+  *out = v << shift;
+  return true;
+}
+
+std::vector<std::string> ConfigKeys() {
+  std::vector<std::string> keys;
+  for (const Setting& s : Table()) keys.emplace_back(s.key);
+  return keys;
+}
+
+Status SetConfigValue(Config* config, std::string_view key, std::string_view value) {
+  for (const Setting& s : Table()) {
+    if (key != s.key) continue;
+    if (!s.set(config, value)) {
+      return Status::InvalidArgument(std::string(key) + ": bad value '" + std::string(value) +
+                                     "' (expected " + s.help + ")");
+    }
+    return Status::Ok();
+  }
+  return Status::InvalidArgument(std::string(key) + ": unknown key");
+}
+
+std::vector<std::string> ValidateConfig(const Config& config) {
+  std::vector<std::string> errors;
+  if (config.dataset.empty()) errors.push_back("dataset: required (--dataset DIR)");
+  if (config.mount.empty()) errors.push_back("mount: required (--mount DIR)");
+  return errors;
+}
+
+std::string DescribeConfig(const Config& config) {
+  std::string out;
+  for (const Setting& s : Table()) out += std::string(s.key) + ": " + s.show(config) + "\n";
+  return out;
+}
+
+std::string ConfigHelp() {
+  std::string out;
+  for (const Setting& s : Table()) {
+    std::string flag = std::string("  --") + s.key;
+    for (char& c : flag) {
+      if (c == '_') c = '-';
+    }
+    flag.resize(std::max<size_t>(flag.size() + 1, 22), ' ');
+    out += flag + s.help + "\n";
+  }
+  return out;
+}
+
+}  // namespace clairfs::fs

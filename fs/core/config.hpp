@@ -1,0 +1,65 @@
+// The daemon's configuration: one struct, a default and a comment per field.
+//
+// Every field can be set from the YAML config file and from the command line
+// (`--key value`, dashes or underscores), through the one table in config.cpp;
+// config_loader.hpp combines the sources. Value type; thread-compatible.
+// Adding a setting = a field here + one row in the table.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fs/core/log.hpp"
+#include "partitioner/format/status.hpp"
+
+namespace clairfs::fs {
+
+struct Config {
+  // --- where ---
+  std::string dataset;  // required: the clairfs-partition output dir (manifest + part-*)
+  std::string mount;    // required: an existing directory to mount on
+
+  // --- memory ---
+  uint64_t ram_cache = uint64_t{1} << 30;  // bytes of decoded file data kept in RAM (1 GiB)
+  // Bytes of packs the kernel is asked to read into its page cache in the
+  // background, each pack on first use (0 = off). Turns a cold first epoch's
+  // random reads into sequential ones; costs page cache, which stays reclaimable.
+  uint64_t pack_readahead = 0;
+
+  // --- FUSE session ---
+  uint32_t threads = 10;               // maximum FUSE worker threads (libfuse's default is 10)
+  bool clone_fd = true;                // one /dev/fuse fd per worker thread
+  bool allow_other = false;            // let other users in (non-root needs user_allow_other)
+  double entry_timeout = 31536000;     // s the kernel may cache a name (the dataset is immutable)
+  double attr_timeout = 31536000;      // s the kernel may cache attributes
+  double negative_timeout = 31536000;  // s the kernel may cache "no such name"
+  // Decline the first OPEN with ENOSYS: the kernel then opens dataset files by
+  // itself with keep_cache, so a warm open/read/close costs no daemon round trip.
+  bool no_open = true;
+  bool no_opendir = true;  // the same for directories (the kernel also caches listings)
+  // Kernel read-ahead window of the mount (root only; 0 keeps the kernel's
+  // 128 KiB): the largest READ request a cold sequential read produces.
+  uint64_t read_ahead = uint64_t{1} << 20;
+
+  // --- logging ---
+  LogLevel log_level = LogLevel::kInfo;  // error, warn, info or debug
+};
+
+// The settable keys in table order.
+std::vector<std::string> ConfigKeys();
+// Sets one field from its text form. Unknown key or bad value: InvalidArgument
+// naming the key and the value.
+Status SetConfigValue(Config* config, std::string_view key, std::string_view value);
+// Errors that concern the whole config (missing required keys), one per entry.
+std::vector<std::string> ValidateConfig(const Config& config);
+// The effective config as YAML that the loader reads back ("key: value" lines).
+std::string DescribeConfig(const Config& config);
+// One line per key with its default, for --help.
+std::string ConfigHelp();
+
+// "4G", "512M", "64KiB", "1000" -> bytes (K/M/G/T are powers of 1024).
+bool ParseSize(std::string_view text, uint64_t* out);
+
+}  // namespace clairfs::fs

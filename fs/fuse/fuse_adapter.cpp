@@ -1,0 +1,93 @@
+#include "fs/fuse/fuse_adapter.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "fs/core/log.hpp"
+#include "fs/fuse/fuse_ops.hpp"
+#include "fs/fuse/mount_tuning.hpp"
+
+namespace clairfs::fs {
+namespace {
+
+std::string MountOptions(const Config& c) {
+  std::string fsname = "clairfs:" + c.dataset;
+  for (char& ch : fsname) {
+    if (ch == ',' || ch == '\\') ch = '_';  // option separators
+  }
+  std::string o = "ro,default_permissions,auto_unmount,subtype=clairfs,fsname=" + fsname;
+  if (c.allow_other) o += ",allow_other";
+  return o;
+}
+
+}  // namespace
+
+Status ServeFuse(Vfs* vfs, const Config& config) {
+  Session session{vfs, config, {}};
+  const fuse_lowlevel_ops ops = MakeOps();
+  const std::string opts = MountOptions(config);
+  char arg0[] = "clairfsd", arg1[] = "-o";
+  std::vector<char> arg2(opts.begin(), opts.end());
+  arg2.push_back('\0');
+  char* argv[] = {arg0, arg1, arg2.data(), nullptr};
+  fuse_args args = FUSE_ARGS_INIT(3, argv);
+
+  fuse_session* se = fuse_session_new(&args, &ops, sizeof ops, &session);
+  if (se == nullptr) return Status::InvalidArgument("cannot create the FUSE session");
+  // libfuse only takes over signals left at their default; a daemon started in
+  // the background of a script inherits SIGINT ignored, and must still stop.
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  if (fuse_set_signal_handlers(se) != 0) {
+    fuse_session_destroy(se);
+    return Status::IOError("cannot install signal handlers");
+  }
+  if (fuse_session_mount(se, config.mount.c_str()) != 0) {
+    fuse_remove_signal_handlers(se);
+    fuse_session_destroy(se);
+    return Status::IOError("cannot mount at " + config.mount +
+                           " (is /dev/fuse usable, fusermount3 installed, the directory empty?)");
+  }
+  Log(LogLevel::kInfo, "mounted " + config.dataset + " at " + config.mount);
+  // The kernel clamps read-ahead to 128 KiB when it processes the INIT reply,
+  // so the larger window is set once that has happened (and checked).
+  std::jthread tuner;
+  if (config.read_ahead != 0) {
+    tuner = std::jthread([&session, &config](std::stop_token stop) {
+      Status last = Status::Ok();
+      for (int attempt = 0; attempt < 100 && !stop.stop_requested(); ++attempt) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        if (!session.initialized.load()) continue;
+        last = SetMountReadAhead(config.mount, config.read_ahead);
+        if (!last.ok()) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        if (MountReadAhead(config.mount) == config.read_ahead) {
+          Log(LogLevel::kDebug, "read_ahead set to " + std::to_string(config.read_ahead));
+          return;
+        }
+      }
+      Log(LogLevel::kWarn, "read_ahead not applied: " + last.ToString());
+    });
+  }
+  fuse_loop_config* loop = fuse_loop_cfg_create();
+  fuse_loop_cfg_set_clone_fd(loop, config.clone_fd ? 1 : 0);
+  fuse_loop_cfg_set_max_threads(loop, config.threads);
+  const int rc = fuse_session_loop_mt(se, loop);
+  if (tuner.joinable()) {
+    tuner.request_stop();
+    tuner.join();
+  }
+  fuse_loop_cfg_destroy(loop);
+  fuse_session_unmount(se);
+  fuse_remove_signal_handlers(se);
+  fuse_session_destroy(se);
+  Log(LogLevel::kInfo, "unmounted " + config.mount);
+  if (rc < 0) return Status::FromErrno(-rc, "FUSE session loop");
+  return Status::Ok();
+}
+
+}  // namespace clairfs::fs

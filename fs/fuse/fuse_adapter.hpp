@@ -1,0 +1,27 @@
+// The FUSE adapter: serves a Vfs through libfuse 3.14's low-level API.
+//
+// Each handler unpacks its arguments, makes one call into the Vfs and ends in
+// exactly one fuse_reply_*; the Vfs reaches the handlers as session userdata,
+// there is no global file-system object. This is the only file set that
+// includes <fuse_lowlevel.h>.
+//
+// The mount is read-only (`ro`, so the kernel itself answers EROFS to write
+// opens, creates, renames, ...; the handlers answer EROFS as well),
+// default_permissions, auto_unmount (a dead daemon releases the mount point).
+// No FLUSH, FSYNC or ACCESS handler: libfuse answers ENOSYS once and the
+// kernel stops asking, which takes a round trip off every close().
+#pragma once
+
+#include "fs/core/config.hpp"
+#include "fs/vfs/vfs.hpp"
+#include "partitioner/format/status.hpp"
+
+namespace clairfs::fs {
+
+// Mounts `vfs` at config.mount and serves it with up to config.threads
+// workers until SIGINT, SIGTERM or SIGHUP, or until someone unmounts it; then
+// unmounts. Returns an error when the session cannot be set up or mounted.
+// Blocks; call once per process (it installs signal handlers).
+Status ServeFuse(Vfs* vfs, const Config& config);
+
+}  // namespace clairfs::fs

@@ -1,0 +1,264 @@
+#include "fs/fuse/fuse_ops.hpp"
+
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace clairfs::fs {
+namespace {
+
+Session& S(fuse_req_t req) { return *static_cast<Session*>(fuse_req_userdata(req)); }
+
+void FillStat(const Attr& a, struct stat* st) {
+  std::memset(st, 0, sizeof *st);
+  st->st_ino = a.ino;
+  st->st_mode = a.mode;
+  st->st_nlink = a.nlink;
+  st->st_uid = a.uid;
+  st->st_gid = a.gid;
+  st->st_size = static_cast<off_t>(a.size);
+  st->st_blocks = static_cast<blkcnt_t>((a.size + 511) / 512);
+  st->st_blksize = 4096;
+  timespec t{static_cast<time_t>(a.mtime_ns / 1000000000),
+             static_cast<long>(a.mtime_ns % 1000000000)};
+  if (t.tv_nsec < 0) {
+    t.tv_nsec += 1000000000;
+    t.tv_sec -= 1;
+  }
+  st->st_atim = st->st_mtim = st->st_ctim = t;
+}
+
+fuse_entry_param Entry(const Session& s, const Attr& a) {
+  fuse_entry_param e;
+  std::memset(&e, 0, sizeof e);
+  e.ino = a.ino;
+  e.generation = 1;
+  FillStat(a, &e.attr);
+  e.attr_timeout = a.cacheable ? s.config.attr_timeout : 0;
+  e.entry_timeout = a.cacheable ? s.config.entry_timeout : 0;
+  return e;
+}
+
+void Init(void* userdata, fuse_conn_info* conn) {
+  Session& s = *static_cast<Session*>(userdata);
+  auto want = [conn](unsigned cap) {
+    if (conn->capable & cap) conn->want |= cap;
+  };
+  want(FUSE_CAP_READDIRPLUS);
+  conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;  // always plus: the kernel gets every inode at once
+  want(FUSE_CAP_PARALLEL_DIROPS);
+  want(FUSE_CAP_ASYNC_READ);
+  want(FUSE_CAP_AUTO_INVAL_DATA);  // a changed mtime drops cached pages (control files)
+  if (s.config.no_open) want(FUSE_CAP_NO_OPEN_SUPPORT);
+  if (s.config.no_opendir) want(FUSE_CAP_NO_OPENDIR_SUPPORT);
+  conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+  conn->time_gran = 1;
+  s.initialized.store(true);
+}
+
+void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  const Session& s = S(req);
+  auto r = s.vfs->Lookup(parent, name);
+  if (r.ok()) {
+    fuse_entry_param e = Entry(s, *r);
+    fuse_reply_entry(req, &e);
+  } else if (r.status().IsNotFound()) {
+    fuse_entry_param e;  // ino 0: a negative entry the kernel may keep
+    std::memset(&e, 0, sizeof e);
+    e.entry_timeout = s.config.negative_timeout;
+    fuse_reply_entry(req, &e);
+  } else {
+    fuse_reply_err(req, r.status().err());
+  }
+}
+
+void Forget(fuse_req_t req, fuse_ino_t, uint64_t) { fuse_reply_none(req); }
+void ForgetMulti(fuse_req_t req, size_t, fuse_forget_data*) { fuse_reply_none(req); }
+
+void GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+  const Session& s = S(req);
+  auto r = s.vfs->GetAttr(ino);
+  if (!r.ok()) {
+    fuse_reply_err(req, r.status().err());
+    return;
+  }
+  struct stat st;
+  FillStat(*r, &st);
+  fuse_reply_attr(req, &st, r->cacheable ? s.config.attr_timeout : 0);
+}
+
+void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  auto r = S(req).vfs->Open(ino, fi->flags);
+  if (!r.ok()) {
+    fuse_reply_err(req, r.status().err());
+  } else if (r->decline) {
+    fuse_reply_err(req, ENOSYS);
+  } else {
+    fi->direct_io = r->direct_io;
+    fi->keep_cache = r->keep_cache;
+    fuse_reply_open(req, fi);
+  }
+}
+
+void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+  auto r = S(req).vfs->Read(ino, static_cast<uint64_t>(off), size);
+  if (!r.ok()) {
+    fuse_reply_err(req, r.status().err());
+  } else if (r->slices.size() <= 1) {
+    fuse_reply_buf(req, r->slices.empty() ? nullptr : r->slices[0].data, r->total);
+  } else {
+    std::vector<iovec> iov(r->slices.size());
+    for (size_t i = 0; i < iov.size(); ++i) {
+      iov[i].iov_base = const_cast<char*>(r->slices[i].data);
+      iov[i].iov_len = r->slices[i].size;
+    }
+    fuse_reply_iov(req, iov.data(), static_cast<int>(iov.size()));
+  }
+}
+
+void Release(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
+
+void OpenDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  auto r = S(req).vfs->OpenDir(ino);
+  if (!r.ok()) {
+    fuse_reply_err(req, r.status().err());
+  } else if (r->decline) {
+    fuse_reply_err(req, ENOSYS);
+  } else {
+    fi->cache_readdir = 1;
+    fi->keep_cache = 1;
+    fuse_reply_open(req, fi);
+  }
+}
+
+void ReadDirCommon(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus) {
+  const Session& s = S(req);
+  std::vector<char> buf(size);
+  size_t used = 0;
+  Status st = s.vfs->ReadDir(
+      ino, static_cast<uint64_t>(off), [&](std::string_view name, const Attr& a, uint64_t next) {
+        const std::string n(name);
+        size_t need;
+        if (plus) {
+          fuse_entry_param e = Entry(s, a);
+          need = fuse_add_direntry_plus(req, buf.data() + used, size - used, n.c_str(), &e,
+                                        static_cast<off_t>(next));
+        } else {
+          struct stat stbuf;
+          FillStat(a, &stbuf);
+          need = fuse_add_direntry(req, buf.data() + used, size - used, n.c_str(), &stbuf,
+                                   static_cast<off_t>(next));
+        }
+        if (need > size - used) return false;
+        used += need;
+        return true;
+      });
+  if (!st.ok()) {
+    fuse_reply_err(req, st.err());
+  } else {
+    fuse_reply_buf(req, buf.data(), used);
+  }
+}
+
+void ReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+  ReadDirCommon(req, ino, size, off, false);
+}
+void ReadDirPlus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+  ReadDirCommon(req, ino, size, off, true);
+}
+void ReleaseDir(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
+
+void StatFs(fuse_req_t req, fuse_ino_t) {
+  const FsStat f = S(req).vfs->StatFs();
+  struct statvfs sv;
+  std::memset(&sv, 0, sizeof sv);
+  sv.f_bsize = sv.f_frsize = f.block_size;
+  sv.f_blocks = f.blocks;
+  sv.f_files = f.files;
+  sv.f_namemax = f.name_max;
+  sv.f_flag = ST_RDONLY;
+  fuse_reply_statfs(req, &sv);
+}
+
+void GetXattr(fuse_req_t req, fuse_ino_t, const char*, size_t) { fuse_reply_err(req, ENODATA); }
+void ListXattr(fuse_req_t req, fuse_ino_t, size_t size) {
+  if (size == 0) {
+    fuse_reply_xattr(req, 0);
+  } else {
+    fuse_reply_buf(req, nullptr, 0);
+  }
+}
+void ReadLink(fuse_req_t req, fuse_ino_t) { fuse_reply_err(req, EINVAL); }
+
+// Every call that would change the dataset.
+void RoSetAttr(fuse_req_t req, fuse_ino_t, struct stat*, int, fuse_file_info*) {
+  fuse_reply_err(req, EROFS);
+}
+void RoMknod(fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) { fuse_reply_err(req, EROFS); }
+void RoMkdir(fuse_req_t req, fuse_ino_t, const char*, mode_t) { fuse_reply_err(req, EROFS); }
+void RoUnlink(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
+void RoSymlink(fuse_req_t req, const char*, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
+void RoRename(fuse_req_t req, fuse_ino_t, const char*, fuse_ino_t, const char*, unsigned) {
+  fuse_reply_err(req, EROFS);
+}
+void RoLink(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
+void RoWrite(fuse_req_t req, fuse_ino_t, const char*, size_t, off_t, fuse_file_info*) {
+  fuse_reply_err(req, EROFS);
+}
+void RoCreate(fuse_req_t req, fuse_ino_t, const char*, mode_t, fuse_file_info*) {
+  fuse_reply_err(req, EROFS);
+}
+void RoSetXattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) {
+  fuse_reply_err(req, EROFS);
+}
+void RoRemoveXattr(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
+void RoFallocate(fuse_req_t req, fuse_ino_t, int, off_t, off_t, fuse_file_info*) {
+  fuse_reply_err(req, EROFS);
+}
+void RoCopyFileRange(fuse_req_t req, fuse_ino_t, off_t, fuse_file_info*, fuse_ino_t, off_t,
+                     fuse_file_info*, size_t, int) {
+  fuse_reply_err(req, EROFS);
+}
+
+}  // namespace
+
+fuse_lowlevel_ops MakeOps() {
+  fuse_lowlevel_ops ops;
+  std::memset(&ops, 0, sizeof ops);
+  ops.init = Init;
+  ops.lookup = Lookup;
+  ops.forget = Forget;
+  ops.forget_multi = ForgetMulti;
+  ops.getattr = GetAttr;
+  ops.setattr = RoSetAttr;
+  ops.readlink = ReadLink;
+  ops.mknod = RoMknod;
+  ops.mkdir = RoMkdir;
+  ops.unlink = RoUnlink;
+  ops.rmdir = RoUnlink;
+  ops.symlink = RoSymlink;
+  ops.rename = RoRename;
+  ops.link = RoLink;
+  ops.open = Open;
+  ops.read = Read;
+  ops.write = RoWrite;
+  ops.release = Release;
+  ops.opendir = OpenDir;
+  ops.readdir = ReadDir;
+  ops.readdirplus = ReadDirPlus;
+  ops.releasedir = ReleaseDir;
+  ops.statfs = StatFs;
+  ops.setxattr = RoSetXattr;
+  ops.getxattr = GetXattr;
+  ops.listxattr = ListXattr;
+  ops.removexattr = RoRemoveXattr;
+  ops.create = RoCreate;
+  ops.fallocate = RoFallocate;
+  ops.copy_file_range = RoCopyFileRange;
+  return ops;
+}
+
+}  // namespace clairfs::fs

@@ -1,0 +1,45 @@
+// PackReadahead: asks the kernel to read whole packs into its page cache in
+// the background, so that a first epoch in random order is served at the
+// disk's sequential speed instead of its random-read speed.
+//
+// Packs are queued on their first use (PosixPackStore calls Request) and read
+// ahead one at a time by one owned thread with posix_fadvise(WILLNEED), in
+// 16 MiB steps, until the byte budget is spent. The page cache stays
+// reclaimable: under memory pressure the kernel drops these pages first, and a
+// read then simply goes to the disk. The node-local staging of the multi-node
+// issue replaces this. Thread-safe; the destructor stops and joins the thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace clairfs::fs {
+
+class PackReadahead {
+ public:
+  // budget_bytes: the most pack bytes ever read ahead (0 disables it).
+  explicit PackReadahead(uint64_t budget_bytes);
+  ~PackReadahead();
+  PackReadahead(const PackReadahead&) = delete;
+  PackReadahead& operator=(const PackReadahead&) = delete;
+
+  // Queues `path` (`bytes` long) unless the budget would be exceeded.
+  void Request(const std::string& path, uint64_t bytes);
+  uint64_t requested_bytes() const;
+
+ private:
+  void Run(std::stop_token stop);
+
+  const uint64_t budget_;
+  mutable std::mutex mu_;  // guards queue_ and requested_; leaf lock
+  std::condition_variable_any cv_;
+  std::deque<std::string> queue_;
+  uint64_t requested_ = 0;
+  std::jthread worker_;  // last member: started after, stopped before the rest
+};
+
+}  // namespace clairfs::fs

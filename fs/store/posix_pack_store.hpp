@@ -1,0 +1,38 @@
+// PackStore over OUT/part-* files, opened on first use with format::OpenPack
+// (which checks size and header against the manifest) and kept open.
+//
+// Thread-safe: the fast path is one acquire load; the first open of a pack
+// happens under a mutex, once. A failed open is not remembered, so a pack that
+// appears later (staging) is picked up by the next read.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "fs/store/pack_readahead.hpp"
+#include "fs/store/pack_store.hpp"
+#include "partitioner/format/manifest.hpp"
+
+namespace clairfs::fs {
+
+class PosixPackStore final : public PackStore {
+ public:
+  // `readahead` (may be null, not owned) is asked to read each pack ahead on
+  // its first successful open.
+  PosixPackStore(std::string dir, std::shared_ptr<const format::Manifest> manifest,
+                 PackReadahead* readahead = nullptr);
+  Result<const format::RandomAccessFile*> Pack(uint32_t partition) override;
+
+ private:
+  const std::string dir_;
+  const std::shared_ptr<const format::Manifest> manifest_;
+  PackReadahead* const readahead_;
+  std::mutex open_mu_;  // guards owned_ and the first store into files_
+  std::vector<std::unique_ptr<format::PosixRandomAccessFile>> owned_;
+  std::unique_ptr<std::atomic<const format::RandomAccessFile*>[]> files_;
+};
+
+}  // namespace clairfs::fs

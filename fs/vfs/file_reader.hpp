@@ -1,0 +1,54 @@
+// FileReader: any byte range of a dataset file, through the RAM cache.
+//
+// A file is cut into blocks: framed files into their frames (frame_size of the
+// manifest), every other file is one block. A read copies nothing: it returns
+// references to the cached blocks it touches, which stay alive until the reply
+// has been sent. A miss loads the block through the PayloadSource (verified
+// bytes only); a failure is logged once per failed load, counted, and returned
+// with its errno (EIO for corruption).
+//
+// Thread-safe (the cache and the source are; the rest is immutable).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "fs/cache/ram_cache.hpp"
+#include "fs/core/stats.hpp"
+#include "fs/store/payload_source.hpp"
+#include "partitioner/format/manifest.hpp"
+
+namespace clairfs::fs {
+
+// A piece of a reply: `size` bytes at `data`, kept alive by `block`.
+struct ReadSlice {
+  BlockRef block;
+  const char* data;
+  size_t size;
+};
+
+struct ReadData {
+  std::vector<ReadSlice> slices;
+  size_t total = 0;
+};
+
+class FileReader {
+ public:
+  FileReader(std::shared_ptr<const format::Manifest> manifest, PayloadSource* source,
+             RamCache* cache, Stats* stats);
+
+  // Bytes [offset, offset + size) of file node `node`, clipped to the file.
+  Result<ReadData> Read(uint32_t node, uint64_t offset, size_t size);
+
+ private:
+  uint64_t BlockSize(uint32_t node) const;
+  Result<BlockRef> LoadBlock(uint32_t node, uint32_t index, uint64_t block_size);
+
+  const std::shared_ptr<const format::Manifest> manifest_;
+  PayloadSource* const source_;  // not owned
+  RamCache* const cache_;        // not owned
+  Stats* const stats_;           // not owned
+};
+
+}  // namespace clairfs::fs

@@ -1,0 +1,205 @@
+#include "fs/vfs/vfs.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <chrono>
+
+namespace clairfs::fs {
+namespace {
+
+Status NoEntry(uint64_t ino) { return Status::NotFound("inode " + std::to_string(ino)); }
+
+}  // namespace
+
+Vfs::Vfs(std::shared_ptr<const format::Manifest> manifest, PayloadSource* source, RamCache* cache,
+         Stats* stats, VfsOptions options)
+    : manifest_(std::move(manifest)),
+      stats_(stats),
+      cache_(cache),
+      options_(std::move(options)),
+      reader_(manifest_, source, cache, stats),
+      control_(
+          uint64_t{manifest_->node_count()} + 1,
+          [this] {
+            const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count();
+            const double up = static_cast<double>(now - control_.start_ns()) / 1e9;
+            return StatsJson(*stats_, cache_->Snapshot(), up);
+          },
+          options_.config_text) {
+  subdirs_.assign(manifest_->node_count(), 0);
+  for (uint32_t i = 1; i < manifest_->node_count(); ++i) {
+    if (manifest_->IsDirectory(i)) ++subdirs_[manifest_->node(i).parent];
+  }
+}
+
+Attr Vfs::NodeAttr(uint32_t node) const {
+  const format::NodeRecord& r = manifest_->node(node);
+  Attr a;
+  a.ino = uint64_t{node} + 1;
+  a.mode = r.mode;
+  a.uid = options_.uid;
+  a.gid = options_.gid;
+  a.mtime_ns = r.mtime_ns;
+  if (manifest_->IsDirectory(node)) {
+    a.nlink = 2 + subdirs_[node];
+    a.size = 4096;
+  } else {
+    a.size = r.size;
+  }
+  return a;
+}
+
+Attr Vfs::ControlAttr(ControlFiles::Index i, bool refresh) {
+  Attr a;
+  a.ino = control_.ino(i);
+  a.uid = options_.uid;
+  a.gid = options_.gid;
+  a.cacheable = false;
+  if (i == ControlFiles::kDir) {
+    a.mode = S_IFDIR | 0555;
+    a.nlink = 2;
+    a.size = 4096;
+    a.mtime_ns = control_.start_ns();
+    return a;
+  }
+  a.mode = S_IFREG | 0444;
+  BlockRef content = refresh ? control_.Refresh(i, &a.mtime_ns) : control_.Current(i, &a.mtime_ns);
+  a.size = content->size;
+  return a;
+}
+
+Result<Attr> Vfs::Lookup(uint64_t parent, std::string_view name) {
+  Stats::Add(stats_->lookups, 1);
+  if (parent == root_ino() && name == ControlFiles::kDirName) {
+    return ControlAttr(ControlFiles::kDir, false);
+  }
+  if (parent == control_.ino(ControlFiles::kDir)) {
+    ControlFiles::Index i = control_.FileNamed(name);
+    if (i == ControlFiles::kCount) return Status::NotFound(std::string(name));
+    return ControlAttr(i, /*refresh=*/true);
+  }
+  if (control_.Owns(parent)) return Status::IOError("not a directory", ENOTDIR);
+  if (!IsNode(parent)) return NoEntry(parent);
+  const uint32_t dir = static_cast<uint32_t>(parent - 1);
+  if (!manifest_->IsDirectory(dir)) return Status::IOError("not a directory", ENOTDIR);
+  auto child = manifest_->Lookup(dir, name);
+  if (!child) return Status::NotFound(std::string(name));
+  return NodeAttr(*child);
+}
+
+Result<Attr> Vfs::GetAttr(uint64_t ino) {
+  Stats::Add(stats_->getattrs, 1);
+  if (control_.Owns(ino)) return ControlAttr(control_.IndexOf(ino), false);
+  if (!IsNode(ino)) return NoEntry(ino);
+  return NodeAttr(static_cast<uint32_t>(ino - 1));
+}
+
+Result<OpenReply> Vfs::OpenDir(uint64_t ino) {
+  CLAIRFS_RETURN_IF_ERROR(CheckDir(ino));
+  OpenReply reply;
+  reply.decline = options_.decline_opendir;
+  return reply;
+}
+
+Status Vfs::CheckDir(uint64_t ino) const {
+  if (ino == control_.ino(ControlFiles::kDir)) return Status::Ok();
+  if (control_.Owns(ino)) return Status::IOError("not a directory", ENOTDIR);
+  if (!IsNode(ino)) return NoEntry(ino);
+  if (!manifest_->IsDirectory(static_cast<uint32_t>(ino - 1))) {
+    return Status::IOError("not a directory", ENOTDIR);
+  }
+  return Status::Ok();
+}
+
+Status Vfs::ReadControlDir(uint64_t offset, const DirEmit& emit) {
+  static constexpr ControlFiles::Index kOrder[] = {ControlFiles::kConfig, ControlFiles::kStats};
+  for (uint64_t i = offset; i < 4; ++i) {
+    Attr a;
+    std::string_view name;
+    if (i == 0) {
+      a = ControlAttr(ControlFiles::kDir, false);
+      name = ".";
+    } else if (i == 1) {
+      a = NodeAttr(0);
+      name = "..";
+    } else {
+      a = ControlAttr(kOrder[i - 2], false);
+      name = ControlFiles::Name(kOrder[i - 2]);
+    }
+    if (!emit(name, a, i + 1)) break;
+  }
+  return Status::Ok();
+}
+
+Status Vfs::ReadDir(uint64_t ino, uint64_t offset, const DirEmit& emit) {
+  Stats::Add(stats_->readdirs, 1);
+  if (ino == control_.ino(ControlFiles::kDir)) return ReadControlDir(offset, emit);
+  CLAIRFS_RETURN_IF_ERROR(CheckDir(ino));
+  const uint32_t dir = static_cast<uint32_t>(ino - 1);
+  const uint64_t count = uint64_t{manifest_->ChildCount(dir)} + 2;
+  const uint32_t first = manifest_->FirstChild(dir);
+  for (uint64_t i = offset; i < count; ++i) {
+    bool more;
+    if (i == 0) {
+      more = emit(".", NodeAttr(dir), i + 1);
+    } else if (i == 1) {
+      more = emit("..", NodeAttr(manifest_->node(dir).parent), i + 1);
+    } else {
+      const uint32_t child = first + static_cast<uint32_t>(i - 2);
+      more = emit(manifest_->name(child), NodeAttr(child), i + 1);
+    }
+    if (!more) break;
+  }
+  return Status::Ok();
+}
+
+Result<OpenReply> Vfs::Open(uint64_t ino, int flags) {
+  Stats::Add(stats_->opens, 1);
+  if ((flags & O_ACCMODE) != O_RDONLY) return Status::IOError("read-only", EROFS);
+  if (control_.Owns(ino)) {
+    if (control_.IndexOf(ino) == ControlFiles::kDir) return Status::IOError("dir", EISDIR);
+    OpenReply reply;
+    reply.direct_io = true;
+    reply.keep_cache = false;
+    return reply;
+  }
+  if (!IsNode(ino)) return NoEntry(ino);
+  if (manifest_->IsDirectory(static_cast<uint32_t>(ino - 1))) {
+    return Status::IOError("is a directory", EISDIR);
+  }
+  OpenReply reply;
+  reply.decline = options_.decline_open;
+  return reply;
+}
+
+Result<ReadData> Vfs::Read(uint64_t ino, uint64_t offset, size_t size) {
+  if (control_.Owns(ino)) {
+    const ControlFiles::Index i = control_.IndexOf(ino);
+    if (i == ControlFiles::kDir) return Status::IOError("is a directory", EISDIR);
+    int64_t mtime;
+    BlockRef content = control_.Current(i, &mtime);
+    ReadData out;
+    if (offset < content->size) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(size, content->size - offset));
+      out.slices.push_back({content, content->data.get() + offset, n});
+      out.total = n;
+    }
+    return out;
+  }
+  if (!IsNode(ino)) return NoEntry(ino);
+  const uint32_t node = static_cast<uint32_t>(ino - 1);
+  if (manifest_->IsDirectory(node)) return Status::IOError("is a directory", EISDIR);
+  return reader_.Read(node, offset, size);
+}
+
+FsStat Vfs::StatFs() const {
+  FsStat s;
+  s.blocks = (manifest_->header().raw_bytes + s.block_size - 1) / s.block_size;
+  s.files = manifest_->node_count();
+  return s;
+}
+
+}  // namespace clairfs::fs

@@ -1,0 +1,97 @@
+// Vfs: the read-only file system without FUSE. The namespace comes from the
+// manifest (inode = node index + 1, the root is 1), file bytes from a
+// FileReader, and the control files under /.clairfs (inodes after the
+// manifest's). Every call returns a value or a Status whose err() is the errno
+// for the kernel: ENOENT, ENOTDIR, EISDIR, EROFS, EIO.
+//
+// Thread-safe: the manifest is immutable and the parts it calls are
+// thread-safe. The FUSE adapter (fs/fuse) is a thin shell over this class.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fs/cache/ram_cache.hpp"
+#include "fs/core/stats.hpp"
+#include "fs/store/payload_source.hpp"
+#include "fs/vfs/control_files.hpp"
+#include "fs/vfs/file_reader.hpp"
+#include "partitioner/format/manifest.hpp"
+
+namespace clairfs::fs {
+
+struct Attr {
+  uint64_t ino = 0;
+  uint32_t mode = 0;  // with the type bits
+  uint32_t nlink = 1;
+  uint32_t uid = 0, gid = 0;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;   // also reported as atime and ctime
+  bool cacheable = true;  // false: the kernel must not cache name or attributes
+};
+
+struct OpenReply {
+  bool direct_io = false;  // bypass the page cache (control files)
+  bool keep_cache = true;  // keep pages cached across opens (dataset files)
+  // Answer ENOSYS: the kernel then opens every file (or directory) of the
+  // mount by itself, with keep_cache, and never sends OPEN (OPENDIR) again.
+  bool decline = false;
+};
+
+struct FsStat {
+  uint64_t block_size = 4096, blocks = 0, files = 0;
+  uint32_t name_max = 255;
+};
+
+// One directory entry for ReadDir's callback; return false when the reply
+// buffer is full (the entry is then offered again on the next call).
+using DirEmit = std::function<bool(std::string_view name, const Attr& attr, uint64_t next_off)>;
+
+struct VfsOptions {
+  uint32_t uid = 0, gid = 0;     // owner reported for every inode
+  std::string config_text;       // content of /.clairfs/config
+  bool decline_open = false;     // Config::no_open
+  bool decline_opendir = false;  // Config::no_opendir
+};
+
+class Vfs {
+ public:
+  Vfs(std::shared_ptr<const format::Manifest> manifest, PayloadSource* source, RamCache* cache,
+      Stats* stats, VfsOptions options);
+
+  Result<Attr> Lookup(uint64_t parent, std::string_view name);
+  Result<Attr> GetAttr(uint64_t ino);
+  // Directories only; ENOTDIR otherwise.
+  Result<OpenReply> OpenDir(uint64_t ino);
+  // Entries after `offset` (0 = from the start: ".", "..", then the children).
+  Status ReadDir(uint64_t ino, uint64_t offset, const DirEmit& emit);
+  // Files only: EISDIR for a directory, EROFS for any access mode but O_RDONLY.
+  Result<OpenReply> Open(uint64_t ino, int flags);
+  Result<ReadData> Read(uint64_t ino, uint64_t offset, size_t size);
+  FsStat StatFs() const;
+
+  uint64_t root_ino() const { return 1; }
+  const format::Manifest& manifest() const { return *manifest_; }
+  const ControlFiles& control() const { return control_; }
+
+ private:
+  bool IsNode(uint64_t ino) const { return ino >= 1 && ino <= manifest_->node_count(); }
+  Attr NodeAttr(uint32_t node) const;
+  Attr ControlAttr(ControlFiles::Index i, bool refresh);
+  Status ReadControlDir(uint64_t offset, const DirEmit& emit);
+  Status CheckDir(uint64_t ino) const;
+
+  const std::shared_ptr<const format::Manifest> manifest_;
+  Stats* const stats_;
+  RamCache* const cache_;
+  const VfsOptions options_;
+  FileReader reader_;
+  ControlFiles control_;
+  std::vector<uint32_t> subdirs_;  // per node: child directories (for nlink)
+};
+
+}  // namespace clairfs::fs

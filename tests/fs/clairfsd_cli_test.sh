@@ -1,0 +1,39 @@
+#!/bin/bash
+# clairfsd's command line without mounting: --help, every configuration error
+# reported at once (exit 2), a missing dataset (exit 1).
+set -euo pipefail
+BIN=${CLAIRFS_BIN:?}
+[ -x "$BIN/clairfsd" ] || { echo "SKIP: $BIN/clairfsd is not built"; exit 77; }
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/clairfsd-cli.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$BIN/clairfsd" --help | grep -q -- "--ram-cache" || fail "--help does not list --ram-cache"
+
+cat >"$WORK/bad.yaml" <<'YAML'
+dataset: /nowhere
+ram_cache: lots
+thread: 4
+clone_fd: maybe
+YAML
+rc=0
+"$BIN/clairfsd" --config "$WORK/bad.yaml" --log-level chatty --bogus 1 2>"$WORK/err" || rc=$?
+[ "$rc" = 2 ] || fail "exit status $rc for a bad config, expected 2"
+for want in "bad.yaml:2: ram_cache: bad value" "bad.yaml:3: thread: unknown key" \
+            "bad.yaml:4: clone_fd: bad value" "--log_level: bad value" "--bogus: unknown key" \
+            "mount: required"; do
+  grep -qF -- "$want" "$WORK/err" || { cat "$WORK/err"; fail "missing error: $want"; }
+done
+grep -q '^clairfsd: ' "$WORK/err" || fail "errors are not prefixed with clairfsd:"
+
+mkdir -p "$WORK/mnt" "$WORK/empty"
+rc=0
+"$BIN/clairfsd" --dataset "$WORK/empty" --mount "$WORK/mnt" 2>"$WORK/err2" || rc=$?
+[ "$rc" = 1 ] || fail "exit status $rc for a directory without manifest, expected 1"
+grep -q "no manifest" "$WORK/err2" || { cat "$WORK/err2"; fail "no 'no manifest' message"; }
+grep -q "clairfsd: config: ram_cache: 1073741824" "$WORK/err2" || fail "effective config not logged"
+
+rc=0
+"$BIN/clairfsd" --dataset "$WORK/empty" --mount "$WORK/nope" 2>"$WORK/err3" || rc=$?
+[ "$rc" = 2 ] || fail "exit status $rc for a missing mount point, expected 2"
+echo PASS

@@ -1,0 +1,114 @@
+// Config table and loader: sizes, precedence, and every error reported at once.
+#include "fs/core/config.hpp"
+
+#include <catch2/catch.hpp>
+#include <fstream>
+
+#include "fs/core/config_loader.hpp"
+#include "tests/unit/format_fixture.hpp"
+
+namespace clairfs::fs {
+namespace {
+
+using format::testing::TempDir;
+
+std::string WriteFile(const TempDir& dir, const std::string& name, const std::string& text) {
+  std::string path = dir.path() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST_CASE("ParseSize accepts suffixes and rejects junk", "[config]") {
+  uint64_t v = 0;
+  CHECK((ParseSize("512M", &v) && v == 512ull << 20));
+  CHECK((ParseSize("4G", &v) && v == 4ull << 30));
+  CHECK((ParseSize("64KiB", &v) && v == 64ull << 10));
+  CHECK((ParseSize("1000", &v) && v == 1000));
+  CHECK((ParseSize("2TB", &v) && v == 2ull << 40));
+  CHECK_FALSE(ParseSize("", &v));
+  CHECK_FALSE(ParseSize("-1G", &v));
+  CHECK_FALSE(ParseSize("12X", &v));
+  CHECK_FALSE(ParseSize("G", &v));
+  CHECK_FALSE(ParseSize("99999999999999T", &v));
+}
+
+TEST_CASE("the effective config reads back to the same config", "[config]") {
+  Config c;
+  c.dataset = "/data/out";
+  c.mount = "/mnt/x y";
+  c.ram_cache = 3ull << 30;
+  c.threads = 4;
+  c.no_open = false;
+  c.log_level = LogLevel::kDebug;
+  Config back;
+  std::vector<std::string> errors;
+  ApplyYaml(DescribeConfig(c), "described", &back, &errors);
+  REQUIRE(errors.empty());
+  CHECK(DescribeConfig(back) == DescribeConfig(c));
+}
+
+TEST_CASE("yaml file then command line, command line wins", "[config]") {
+  TempDir dir;
+  std::string yaml =
+      WriteFile(dir, "c.yaml", "dataset: /d\nmount: /m\nram_cache: 512M\nthreads: 3\n");
+  auto cl = LoadCommandLine({"--config", yaml, "--threads=7", "--log-level", "warn"});
+  REQUIRE(cl.ok());
+  CHECK(cl->config.dataset == "/d");
+  CHECK(cl->config.ram_cache == 512ull << 20);
+  CHECK(cl->config.threads == 7);
+  CHECK(cl->config.log_level == LogLevel::kWarn);
+}
+
+TEST_CASE("every config error is reported at once", "[config]") {
+  TempDir dir;
+  std::string yaml = WriteFile(dir, "bad.yaml",
+                               "ram_cach: 1G\n"       // unknown key (typo)
+                               "threads: many\n"      // bad value
+                               "ram_cache: 12X\n"     // bad size
+                               "clone_fd: [1, 2]\n"   // not a scalar
+                               "log_level: loud\n");  // bad enum
+  auto cl = LoadCommandLine({"--config", yaml, "--bogus", "1", "stray"});
+  REQUIRE_FALSE(cl.ok());
+  const std::string& m = cl.status().message();
+  CHECK(cl.status().err() == EINVAL);
+  for (const char* want :
+       {"ram_cach: unknown key", "threads: bad value", "ram_cache: bad value",
+        "clone_fd: needs a single value", "log_level: bad value", "--bogus: unknown key",
+        "unexpected argument 'stray'", "dataset: required", "mount: required"}) {
+    INFO(want);
+    CHECK(m.find(want) != std::string::npos);
+  }
+  CHECK(m.find("bad.yaml:1:") != std::string::npos);  // errors carry the line
+}
+
+TEST_CASE("unknown key is rejected even when everything else is fine", "[config]") {
+  auto cl = LoadCommandLine({"--dataset", "/d", "--mount", "/m", "--ramcache", "1G"});
+  REQUIRE_FALSE(cl.ok());
+  CHECK(cl.status().message() == "--ramcache: unknown key");
+}
+
+TEST_CASE("missing config file and invalid yaml are errors", "[config]") {
+  TempDir dir;
+  auto missing =
+      LoadCommandLine({"--config", dir.path() + "/nope.yaml", "--dataset", "/d", "--mount", "/m"});
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().message().find("nope.yaml") != std::string::npos);
+  std::string bad = WriteFile(dir, "b.yaml", "dataset: [unclosed\n");
+  auto invalid = LoadCommandLine({"--config", bad, "--mount", "/m"});
+  REQUIRE_FALSE(invalid.ok());
+  CHECK(invalid.status().message().find("not valid YAML") != std::string::npos);
+  std::string list = WriteFile(dir, "l.yaml", "- a\n- b\n");
+  auto notmap = LoadCommandLine({"--config", list, "--dataset", "/d", "--mount", "/m"});
+  REQUIRE_FALSE(notmap.ok());
+  CHECK(notmap.status().message().find("mapping") != std::string::npos);
+}
+
+TEST_CASE("help needs no other option", "[config]") {
+  auto cl = LoadCommandLine({"--help"});
+  REQUIRE(cl.ok());
+  CHECK(cl->help);
+  CHECK(Usage().find("--ram-cache") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace clairfs::fs
