@@ -3,6 +3,7 @@
 // Exit status: 0 after a clean unmount, 1 on a runtime error, 2 on bad usage.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -14,10 +15,11 @@
 #include "fs/core/config_loader.hpp"
 #include "fs/core/log.hpp"
 #include "fs/core/stats.hpp"
+#include "fs/dist/cluster.hpp"
+#include "fs/dist/path_template.hpp"
 #include "fs/fuse/fuse_adapter.hpp"
 #include "fs/store/pack_readahead.hpp"
 #include "fs/store/payload_source.hpp"
-#include "fs/store/posix_pack_store.hpp"
 #include "fs/vfs/vfs.hpp"
 #include "partitioner/format/manifest.hpp"
 
@@ -35,9 +37,33 @@ void LogLines(const std::string& prefix, const std::string& text) {
   }
 }
 
+// Expands {rank}, {host} and environment variables in one path setting and
+// makes it absolute and free of trailing slashes.
+clairfs::Status ExpandSetting(const char* name, std::string* path, const fs::Cluster& cluster) {
+  if (path->empty()) return clairfs::Status::Ok();
+  auto expanded = fs::ExpandPath(*path, cluster.rank(), cluster.host());
+  if (!expanded.ok()) {
+    return clairfs::Status::InvalidArgument(std::string(name) + ": " +
+                                            expanded.status().message());
+  }
+  std::error_code ec;
+  *path = std::filesystem::absolute(*expanded, ec).lexically_normal().string();
+  while (path->size() > 1 && path->back() == '/') path->pop_back();
+  return clairfs::Status::Ok();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Joining the MPI job (if launched by one) comes first: MPI_Init owns argv.
+  auto joined = fs::Cluster::Join(&argc, &argv);
+  if (!joined.ok()) {
+    fs::Log(fs::LogLevel::kError, joined.status().ToString());
+    return 1;
+  }
+  fs::Cluster& cluster = **joined;
+  if (cluster.size() > 1) fs::SetLogPrefix("clairfsd[" + std::to_string(cluster.rank()) + "]");
+
   auto cl = fs::LoadCommandLine(std::vector<std::string>(argv + 1, argv + argc));
   if (!cl.ok()) {
     std::string msg = cl.status().message();
@@ -57,26 +83,36 @@ int main(int argc, char** argv) {
     return 0;
   }
   fs::Config& config = cl->config;
-  std::error_code ec;
-  // Absolute paths, so logs, /.clairfs/config and /proc/mounts are unambiguous.
-  config.dataset = std::filesystem::absolute(config.dataset, ec).lexically_normal().string();
-  config.mount = std::filesystem::absolute(config.mount, ec).lexically_normal().string();
-  while (config.mount.size() > 1 && config.mount.back() == '/') config.mount.pop_back();
-  while (config.dataset.size() > 1 && config.dataset.back() == '/') config.dataset.pop_back();
+  for (auto [name, path] : {std::pair{"dataset", &config.dataset}, {"mount", &config.mount},
+                            {"local_dir", &config.local_dir}}) {
+    clairfs::Status st = ExpandSetting(name, path, cluster);
+    if (!st.ok()) {
+      fs::Log(fs::LogLevel::kError, st.message());
+      return 2;
+    }
+  }
   fs::SetLogLevel(config.log_level);
   const std::string effective = fs::DescribeConfig(config);
   LogLines("config: ", effective);
 
+  std::error_code ec;
+  if (!std::filesystem::exists(config.mount, ec)) std::filesystem::create_directories(config.mount, ec);
   if (!std::filesystem::is_directory(config.mount, ec)) {
     fs::Log(fs::LogLevel::kError, "mount: " + config.mount + " is not a directory");
     return 2;
   }
-  auto manifest = clairfs::format::Manifest::Load(config.dataset);
-  if (!manifest.ok()) {
-    fs::Log(fs::LogLevel::kError, manifest.status().ToString());
+  fs::ClusterOptions copt;
+  copt.dataset = config.dataset;
+  copt.local_dir = config.local_dir;
+  copt.stage_threads = config.stage_threads;
+  copt.peer_timeout = std::chrono::milliseconds(config.peer_timeout_ms);
+  clairfs::Status started = cluster.Start(copt);
+  if (!started.ok()) {
+    fs::Log(fs::LogLevel::kError, started.ToString());
     return 1;
   }
-  const auto& m = **manifest;
+  const auto manifest = cluster.manifest();
+  const auto& m = *manifest;
   if (m.Lookup(0, fs::ControlFiles::kDirName)) {
     fs::Log(fs::LogLevel::kWarn, std::string("the dataset has its own /") +
                                      fs::ControlFiles::kDirName +
@@ -90,9 +126,7 @@ int main(int argc, char** argv) {
                                    " bytes in RAM");
 
   fs::Stats stats;
-  fs::PackReadahead readahead(config.pack_readahead);
-  fs::PosixPackStore store(config.dataset, *manifest, &readahead);
-  fs::LocalPayloadSource source(*manifest, &store);
+  fs::LocalPayloadSource source(manifest, cluster.store());
   fs::RamCache cache(config.ram_cache, std::make_unique<fs::LruPolicy>());
   fs::VfsOptions options;
   options.uid = static_cast<uint32_t>(::getuid());
@@ -100,12 +134,12 @@ int main(int argc, char** argv) {
   options.config_text = effective;
   options.decline_open = config.no_open;
   options.decline_opendir = config.no_opendir;
-  fs::Vfs vfs(*manifest, &source, &cache, &stats, options);
+  options.stats_sections.emplace_back("cluster", [&cluster] { return cluster.StatsJson(); });
+  fs::Vfs vfs(manifest, &source, &cache, &stats, options);
 
   clairfs::Status st = fs::ServeFuse(&vfs, config);
-  if (!st.ok()) {
-    fs::Log(fs::LogLevel::kError, st.ToString());
-    return 1;
-  }
-  return 0;
+  if (!st.ok()) fs::Log(fs::LogLevel::kError, st.ToString());
+  // Unmounted: wait for the other ranks, which may still read from this one.
+  clairfs::Status down = cluster.Shutdown(std::chrono::milliseconds(config.shutdown_wait_ms));
+  return st.ok() && down.ok() ? 0 : 1;
 }

@@ -67,12 +67,31 @@ const std::vector<Setting>& Table() {
          return !v.empty();
        },
        [](const Config& c) { return Quote(c.dataset); }},
-      {"mount", "(required) mount point, an existing directory",
+      {"mount", "(required) mount point (created if missing)",
        [](Config* c, std::string_view v) {
          c->mount = v;
          return !v.empty();
        },
        [](const Config& c) { return Quote(c.mount); }},
+      {"local_dir", "node-local directory for staged packs, \"\" = read the dataset dir [\"\"]",
+       [](Config* c, std::string_view v) {
+         c->local_dir = v;
+         return true;
+       },
+       [](const Config& c) { return Quote(c.local_dir); }},
+      {"stage_threads", "packs copied to local_dir at once, 1-64 [2]",
+       [](Config* c, std::string_view v) { return ParseU32(v, 1, 64, &c->stage_threads); },
+       [](const Config& c) { return std::to_string(c.stage_threads); }},
+      {"peer_timeout_ms", "ms to wait for a peer before a replica or the dataset dir [2000]",
+       [](Config* c, std::string_view v) {
+         return ParseU32(v, 1, 3600000, &c->peer_timeout_ms);
+       },
+       [](const Config& c) { return std::to_string(c.peer_timeout_ms); }},
+      {"shutdown_wait_ms", "ms a stopping rank waits for the others [10000]",
+       [](Config* c, std::string_view v) {
+         return ParseU32(v, 0, 3600000, &c->shutdown_wait_ms);
+       },
+       [](const Config& c) { return std::to_string(c.shutdown_wait_ms); }},
       {"ram_cache", "bytes of decoded data kept in RAM, suffix K/M/G/T [1G]",
        [](Config* c, std::string_view v) { return ParseSize(v, &c->ram_cache); },
        [](const Config& c) { return std::to_string(c.ram_cache); }},

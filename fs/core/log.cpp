@@ -8,6 +8,10 @@ namespace clairfs::fs {
 namespace {
 
 std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
+std::string& Prefix() {
+  static std::string prefix = "clairfsd";
+  return prefix;
+}
 
 }  // namespace
 
@@ -39,13 +43,15 @@ const char* LogLevelName(LogLevel level) {
 
 void SetLogLevel(LogLevel level) { g_level.store(static_cast<int>(level)); }
 
+void SetLogPrefix(std::string prefix) { Prefix() = std::move(prefix); }
+
 bool LogEnabled(LogLevel level) {
   return static_cast<int>(level) <= g_level.load(std::memory_order_relaxed);
 }
 
 void Log(LogLevel level, const std::string& message) {
   if (!LogEnabled(level)) return;
-  std::string line = "clairfsd: ";
+  std::string line = Prefix() + ": ";
   if (level != LogLevel::kInfo) {
     line += LogLevelName(level);
     line += ": ";

@@ -17,8 +17,11 @@ bool ParseLogLevel(std::string_view text, LogLevel* out);
 const char* LogLevelName(LogLevel level);
 
 void SetLogLevel(LogLevel level);
+// Replaces "clairfsd" at the start of each line (e.g. "clairfsd[3]" for rank 3).
+// Call once at start, before other threads log.
+void SetLogPrefix(std::string prefix);
 bool LogEnabled(LogLevel level);
-// Writes "clairfsd: <level>: <message>\n" when `level` is enabled.
+// Writes "<prefix>: <level>: <message>\n" when `level` is enabled.
 void Log(LogLevel level, const std::string& message);
 
 }  // namespace clairfs::fs

@@ -1,7 +1,9 @@
 #include "fs/dist/cluster.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 
 #include "fs/core/log.hpp"
@@ -31,6 +33,11 @@ std::string Json(const char* key, uint64_t v) {
   return std::string("\"") + key + "\": " + std::to_string(v);
 }
 
+// MPICH's launcher tells the surviving ranks of a failure with SIGUSR1, whose
+// default action would end them too: count it instead (async-signal-safe).
+std::atomic<uint64_t> g_failure_notices{0};
+extern "C" void OnPeerFailureNotice(int) { g_failure_notices.fetch_add(1); }
+
 }  // namespace
 
 Result<std::unique_ptr<Cluster>> Cluster::Join(int* argc, char*** argv) {
@@ -39,6 +46,11 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(int* argc, char*** argv) {
   ::gethostname(host, sizeof host - 1);
   c->host_ = host;
   if (!LaunchedByMpi()) return c;
+  struct sigaction sa = {};
+  sa.sa_handler = OnPeerFailureNotice;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  ::sigaction(SIGUSR1, &sa, nullptr);
   auto mpi = MpiTransport::Init(argc, argv);
   if (!mpi.ok()) return mpi.status();
   c->rank_ = (*mpi)->rank();
@@ -95,6 +107,7 @@ Status Cluster::Start(const ClusterOptions& o) {
 
 std::string Cluster::StatsJson() const {
   std::string s = "{" + Json("rank", rank_) + ", " + Json("ranks", size_) + ", " +
+                  Json("failure_notices", g_failure_notices.load()) + ", " +
                   Json("pid", static_cast<uint64_t>(::getpid())) + ", \"host\": \"" + host_ + "\"";
   if (store_) {
     const DistCounters& c = store_->counters();

@@ -12,12 +12,18 @@ Result<size_t> LocalPayloadSource::Read(uint32_t node, uint64_t offset, size_t l
     return manifest_->Path(node) + " (partition " + std::to_string(r.partition) + ", " +
            manifest_->PackName(r.partition) + ")";
   };
-  if (!pack.ok()) {
-    const Status& st = pack.status();
-    std::string msg = what() + ": " + st.message();
-    return st.IsCorruption() ? Status::Corruption(msg) : Status::IOError(msg, st.err());
-  }
-  return decoder.Read(**pack, format::PayloadLocation::Of(r), offset, length, dst, what());
+  // A file whose bytes cannot be had is EIO, whatever the cause (a missing
+  // pack is not a missing file: the name exists), with the cause in the message.
+  const auto fail = [&](const Status& st) {
+    if (st.IsCorruption()) return st;
+    const std::string msg = st.message().rfind(what(), 0) == 0 ? st.message()
+                                                                : what() + ": " + st.message();
+    return Status::IOError(msg, EIO);
+  };
+  if (!pack.ok()) return fail(pack.status());
+  auto n = decoder.Read(**pack, format::PayloadLocation::Of(r), offset, length, dst, what());
+  if (!n.ok()) return fail(n.status());
+  return n;
 }
 
 }  // namespace clairfs::fs

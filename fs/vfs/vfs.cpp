@@ -26,7 +26,17 @@ Vfs::Vfs(std::shared_ptr<const format::Manifest> manifest, PayloadSource* source
                                     std::chrono::system_clock::now().time_since_epoch())
                                     .count();
             const double up = static_cast<double>(now - control_.start_ns()) / 1e9;
-            return StatsJson(*stats_, cache_->Snapshot(), up);
+            std::string json = StatsJson(*stats_, cache_->Snapshot(), up);
+            // Splice the extra sections in before the closing brace.
+            const size_t close = json.rfind('}');
+            if (close == std::string::npos || options_.stats_sections.empty()) return json;
+            std::string extra;
+            for (const auto& [name, section] : options_.stats_sections) {
+              extra += ",\n  \"" + name + "\": " + section();
+            }
+            size_t end = close;
+            while (end > 0 && (json[end - 1] == '\n' || json[end - 1] == ' ')) --end;
+            return json.substr(0, end) + extra + "\n" + json.substr(close);
           },
           options_.config_text) {
   subdirs_.assign(manifest_->node_count(), 0);

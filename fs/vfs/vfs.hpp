@@ -56,6 +56,8 @@ struct VfsOptions {
   std::string config_text;       // content of /.clairfs/config
   bool decline_open = false;     // Config::no_open
   bool decline_opendir = false;  // Config::no_opendir
+  // More top-level sections of stats.json: name -> JSON value, called per snapshot.
+  std::vector<std::pair<std::string, std::function<std::string()>>> stats_sections;
 };
 
 class Vfs {
