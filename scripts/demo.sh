@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# The main job, end to end on this one machine: install and build, make a
-# small ImageFolder dataset of real JPEGs, partition it, check the packs
-# bit for bit against the source, and - once clairfsd is built - mount it
-# and compare the mount with the source.
+# The main job, end to end on this one machine:
+#   1. install what is missing and build (scripts/setup.sh)
+#   2. make a small ImageFolder dataset of real JPEGs
+#   3. pack it into partitions, show and verify them
+#   4. start 4 clairfsd ranks with mpiexec, as 4 "nodes" (own mount, own local dir)
+#   5. train an unmodified PyTorch script with 2 ranks through the mounts,
+#      then the same script on the source tree
+#   6. print epoch times, where reads were served from, and whether the runs agree
 #
-# Environment: DEMO_DIR (default: a new temporary directory, removed at the
-# end unless KEEP=1), DEMO_IMAGES_PER_CLASS (default 256), DEMO_PARTITIONS (8).
+# Environment: DEMO_DIR (default: a new temporary directory, removed at the end
+# unless KEEP=1), DEMO_IMAGES_PER_CLASS (default 128), DEMO_EPOCHS (3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -13,48 +17,99 @@ repo=$PWD
 scripts/setup.sh
 BIN=$repo/${BUILD_DIR:-build}/bin
 PY=/usr/bin/python3
+MPIEXEC=$(command -v mpiexec.mpich || command -v mpiexec)
 
 work=${DEMO_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/clairfs-demo.XXXXXX")}
-mounts=()
+mkdir -p "$work"
+ranks=4
+launcher=""
 cleanup() {
-  for m in "${mounts[@]}"; do fusermount3 -u -z "$m" 2>/dev/null || true; done
-  [[ -n "${daemon_pid:-}" ]] && kill "$daemon_pid" 2>/dev/null || true
+  if [[ -n $launcher ]]; then
+    kill -TERM "$launcher" 2>/dev/null || true
+    wait "$launcher" 2>/dev/null || true
+  fi
+  for ((r = 0; r < ranks; r++)); do
+    mountpoint -q "$work/mnt$r" 2>/dev/null && fusermount3 -u -z "$work/mnt$r" 2>/dev/null
+  done
   [[ "${KEEP:-0}" == 1 || -n "${DEMO_DIR:-}" ]] || rm -rf "$work"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'echo "demo: interrupted"; exit 130' INT TERM
 
 step() { printf '\n== %s\n' "$*"; }
+epochs=${DEMO_EPOCHS:-3}
 
 step "1. a synthetic ImageFolder dataset of real JPEGs"
-$PY scripts/make_imagefolder.py "$work/data" --classes 8 \
-  --per-class "${DEMO_IMAGES_PER_CLASS:-256}"
+rm -rf "$work/data"
+$PY scripts/make_imagefolder.py "$work/data" --classes 8 --per-class "${DEMO_IMAGES_PER_CLASS:-128}"
 
 step "2. partition it (clairfs-partition pack)"
-"$BIN/clairfs-partition" pack "$work/data" "$work/packed" \
-  --partitions "${DEMO_PARTITIONS:-8}" --compress zstd:3 --force
+"$BIN/clairfs-partition" pack "$work/data" "$work/packed" --partitions 8 --replicas 2 \
+  --compress zstd:3 --force
 
-step "3. what the packs hold (clairfs-partition inspect)"
-"$BIN/clairfs-partition" inspect "$work/packed" | head -n 8
-
-step "4. every file decoded and compared with the source (clairfs-partition verify)"
+step "3. what the packs hold (inspect), and every file checked against the source (verify)"
+"$BIN/clairfs-partition" inspect "$work/packed" | head -n 6
 "$BIN/clairfs-partition" verify "$work/packed" "$work/data"
 
-if [[ ! -x "$BIN/clairfsd" ]]; then
-  step "clairfsd is not built yet: the mount, the MPI ranks and the training run come next"
-  exit 0
+step "4. four clairfsd ranks (mpiexec -n $ranks), each its own 'node' with a mount and a local dir"
+rm -rf "$work"/ssd*
+"$MPIEXEC" -n $ranks "$BIN/clairfsd" --dataset "$work/packed" --mount "$work/mnt{rank}" \
+  --local-dir "$work/ssd{rank}" --ram-cache 256M >"$work/clairfsd.log" 2>&1 &
+launcher=$!
+if ! "$BIN/clairfs-wait" "$work"/mnt{0,1,2,3} --timeout 60; then
+  echo "demo: the daemons did not come up; their log:"; cat "$work/clairfsd.log"; exit 1
 fi
+diff -r "$work/data" "$work/mnt0" && echo "mount of rank 0 is identical to the source (diff -r)"
 
-step "5. mount it with clairfsd and compare the mount with the source (diff -r)"
-mkdir -p "$work/mnt"
-"$BIN/clairfsd" --dataset "$work/packed" --mount "$work/mnt" 2>"$work/clairfsd.log" &
-daemon_pid=$!
-mounts+=("$work/mnt")
-for _ in $(seq 100); do
-  mountpoint -q "$work/mnt" && break
-  sleep 0.1
-done
-mountpoint -q "$work/mnt" || { echo "demo: clairfsd did not mount; its log:"; cat "$work/clairfsd.log"; exit 1; }
-diff -r "$work/data" "$work/mnt" && echo "mount identical to the source"
-cat "$work/mnt/.clairfs/stats.json" 2>/dev/null && echo
-echo "demo: the multi-node run and the training loop come with the next issues"
+step "5. the same training script, 2 ranks: through the mounts (rank r reads mnt r), then on the source"
+train() {  # train NAME DATA_PATTERN
+  scripts/run_ranks.sh 2 $PY scripts/train.py --data "$2" --epochs "$epochs" --workers 2 \
+    --batch-size 32 --seed 1 --report "$work/$1.json" --sample-log "$work/$1.samples"
+}
+echo "-- through clairfs"
+train clairfs "$work/mnt{rank}/train"
+echo "-- directly on the source tree"
+train direct "$work/data/train"
+
+step "6. results"
+for r in 0 1 2 3; do cp "$work/mnt$r/.clairfs/stats.json" "$work/stats$r.json"; done
+$PY - "$work" "$ranks" <<'PY'
+import glob, json, sys
+work, ranks = sys.argv[1], int(sys.argv[2])
+a = json.load(open(work + "/clairfs.json"))
+b = json.load(open(work + "/direct.json"))
+print("%-6s %14s %14s %8s %12s %12s" % ("epoch", "clairfs (s)", "direct (s)", "ratio", "loss clairfs", "loss direct"))
+for x, y in zip(a["epochs"], b["epochs"]):
+    print("%-6d %14.2f %14.2f %7.2fx %12.4f %12.4f" % (x["epoch"], x["seconds"], y["seconds"],
+          y["seconds"] / x["seconds"], x["loss"], y["loss"]))
+same_loss = all(abs(x["loss"] - y["loss"]) < 1e-6 for x, y in zip(a["epochs"], b["epochs"]))
+def samples(name):
+    out = {}
+    for f in glob.glob("%s/%s.samples.rank*" % (work, name)):
+        for line in open(f):
+            e, i, h = line.split()
+            out[(int(e), int(i))] = h
+    return out
+sa, sb = samples("clairfs"), samples("direct")
+same_bytes = sa == sb
+print()
+print("samples read through clairfs: %d; identical to the source: %s" % (len(sa), "yes" if same_bytes else "NO"))
+print("loss curves match: %s" % ("yes" if same_loss else "NO"))
+print()
+print("%-6s %10s %12s %12s %12s %12s %10s" % ("rank", "ram cache", "local pack", "from peers", "to peers", "fallback", "staged"))
+for r in range(ranks):
+    s = json.load(open("%s/stats%d.json" % (work, r)))
+    c = s["cluster"]
+    st = c.get("staging", {})
+    print("%-6d %10d %12d %12d %12d %12d %7d/%d" % (r, s["served"]["ram_cache"]["requests"],
+          s["served"]["local_pack"]["requests"], c["peers"]["reads"], c["served_to_peers"]["reads"],
+          c["fallback"]["reads"], st.get("packs_done", 0), st.get("packs_total", 0)))
+    if "prefetch" in s:
+        p = s["prefetch"]
+        print("       prefetch: %s" % json.dumps(p)[:200])
+print("(ram cache / local pack: file blocks served by each daemon from RAM or decoded from packs; "
+      "from/to peers: pack reads over MPI; fallback: reads of the dataset directory)")
+sys.exit(0 if same_bytes and same_loss else 1)
+PY
+echo
+echo "demo: done (data, packs and logs in $work$([[ ${KEEP:-0} == 1 || -n ${DEMO_DIR:-} ]] || echo ', removed now'))"
