@@ -68,14 +68,15 @@ Status Cluster::Start(const ClusterOptions& o) {
   std::vector<char> envelope;
   if (rank_ == 0) {
     std::vector<char> bytes;
-    Status st = format::ReadWholeFile(o.dataset + "/" + format::kManifestName, &bytes);
+    std::string file;
+    Status st = format::Manifest::ReadFile(o.dataset, &bytes, &file);
     envelope = Envelope(st.ok() ? Result<std::vector<char>>(std::move(bytes))
                                 : Result<std::vector<char>>(st));
   }
   if (transport_) CLAIRFS_RETURN_IF_ERROR(transport_->Broadcast(&envelope, 0));
   if (envelope.empty() || envelope[0] != 1) {
     const std::string msg(envelope.begin() + (envelope.empty() ? 0 : 1), envelope.end());
-    return Status::IOError("rank 0 could not read the manifest: " + msg);
+    return Status::IOError(size_ > 1 ? "rank 0 could not read the manifest: " + msg : msg);
   }
   envelope.erase(envelope.begin());
   auto m = format::Manifest::Parse(std::move(envelope), o.dataset + "/manifest");

@@ -62,13 +62,10 @@ Status PayloadEncoder::Encode(const char* data, size_t size, EncodedPayload* out
       body.insert(body.end(), src, src + len);
     }
   }
+  // Framed even when no frame compressed (16 bytes per frame): per-frame
+  // checksums let a read at any offset verify only the frames it touches,
+  // where a raw payload's one checksum would need the whole file.
   const size_t table_bytes = sizeof th + frames * sizeof(FrameEntry);
-  if (table_bytes + body.size() >= size) {
-    // Nothing compressed enough to pay for the table: raw is simpler and smaller.
-    out->codec = Codec::kRaw;
-    out->checksum = Checksum(data, size);
-    return Status::Ok();
-  }
   out->codec = Codec::kFramed;
   out->bytes.resize(table_bytes);
   std::memcpy(out->bytes.data(), &th, sizeof th);

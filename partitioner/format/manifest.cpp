@@ -31,16 +31,21 @@ std::string PackFileName(uint32_t p, uint32_t partition_count) {
   return buf;
 }
 
-Result<std::shared_ptr<const Manifest>> Manifest::Load(const std::string& path) {
+Status Manifest::ReadFile(const std::string& path, std::vector<char>* bytes, std::string* file) {
   std::error_code ec;
-  std::string file = std::filesystem::is_directory(path, ec) ? path + "/" + kManifestName : path;
-  std::vector<char> bytes;
-  Status st = ReadWholeFile(file, &bytes);
+  *file = std::filesystem::is_directory(path, ec) ? path + "/" + kManifestName : path;
+  Status st = ReadWholeFile(*file, bytes);
   if (st.IsNotFound()) {
-    return Status::NotFound(file + ": no manifest (not a clairfs-partition output, or the pack "
-                                   "run did not finish)");
+    return Status::NotFound(*file + ": no manifest (not a clairfs-partition output, or the pack "
+                                    "run did not finish)");
   }
-  CLAIRFS_RETURN_IF_ERROR(st);
+  return st;
+}
+
+Result<std::shared_ptr<const Manifest>> Manifest::Load(const std::string& path) {
+  std::vector<char> bytes;
+  std::string file;
+  CLAIRFS_RETURN_IF_ERROR(ReadFile(path, &bytes, &file));
   return Parse(std::move(bytes), file);
 }
 

@@ -22,6 +22,9 @@ class Manifest {
  public:
   // Loads OUT/manifest; `path` may name the manifest file or its directory.
   static Result<std::shared_ptr<const Manifest>> Load(const std::string& path);
+  // Reads the manifest's bytes without parsing them (for a broadcast); sets
+  // *file to the manifest's path. A missing manifest is NotFound saying so.
+  static Status ReadFile(const std::string& path, std::vector<char>* bytes, std::string* file);
   // Parses serialized bytes; `source` names them in error messages.
   static Result<std::shared_ptr<const Manifest>> Parse(std::vector<char> bytes,
                                                        const std::string& source);

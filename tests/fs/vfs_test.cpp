@@ -31,7 +31,7 @@ ft::DatasetSpec TrickySpec() {
   spec.partition_count = 2;
   spec.encode.frame_size = 512;
   spec.files = {
-      {"raw.bin", ft::RandomBytes(700, 1), 0},
+      {"raw.bin", ft::RandomBytes(500, 1), 0},  // under one frame: kRaw
       {"docs/text file.txt", ft::TextBytes(500, 2), 0},
       {"docs/framed.dat", ft::MixedFrames(2700, 512, 3), 0},
       {"docs/empty", {}, 0},
