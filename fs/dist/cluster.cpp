@@ -51,7 +51,7 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(int* argc, char*** argv) {
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
   ::sigaction(SIGUSR1, &sa, nullptr);
-  auto mpi = MpiTransport::Init(argc, argv);
+  auto mpi = MpiTransport::Init(argc, argv, ClusterOptions{}.server_threads);
   if (!mpi.ok()) return mpi.status();
   c->rank_ = (*mpi)->rank();
   c->size_ = (*mpi)->size();

@@ -26,7 +26,7 @@ struct ClusterOptions {
   std::string dataset;    // the clairfs-partition output (already expanded)
   std::string local_dir;  // node-local directory for staged packs; empty: no staging
   unsigned stage_threads = 2;
-  int server_threads = 2;
+  int server_threads = 4;  // peers' reads served at once (they may wait on a cold disk)
   std::chrono::milliseconds peer_timeout{2000};
 };
 

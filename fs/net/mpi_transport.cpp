@@ -104,6 +104,7 @@ void MpiTransport::Progress() {
   std::vector<char> buf;
   MPI_Request barrier = MPI_REQUEST_NULL;
   auto idle = std::chrono::microseconds(20);
+  auto last_activity = SteadyClock::now();
   while (!stop_) {
     bool busy = false;
     for (auto& m : endpoint_->TakeOutgoing()) {
@@ -152,12 +153,16 @@ void MpiTransport::Progress() {
     const auto next = endpoint_->ExpireDeadlines(now);
     if (busy || !sends.empty()) {
       idle = std::chrono::microseconds(20);
+      last_activity = now;
       if (busy) continue;
     }
-    // Nothing moved: wait for local work, backing off to 1 ms so idle ranks
-    // cost no CPU; incoming messages are seen at the next poll.
+    // Nothing moved: wait for local work. Incoming messages are only seen by
+    // polling, so within 100 ms of the last activity (a burst of reads) poll
+    // every 20 us; after that back off to 1 ms, so an idle rank costs no CPU.
     endpoint_->WaitForOutgoing(std::min(next, now + idle));
-    idle = std::min(idle * 2, std::chrono::microseconds(1000));
+    if (now - last_activity > std::chrono::milliseconds(100)) {
+      idle = std::min(idle * 2, std::chrono::microseconds(1000));
+    }
   }
   // Let replies already handed to MPI finish (a peer may be reading them out of
   // this process's memory), for at most two seconds.

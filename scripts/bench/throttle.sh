@@ -1,0 +1,40 @@
+# Sourced by the benchmarks: an honest stand-in for a shared parallel file
+# system on one machine (REFERENCE.md section 5): a file system on its own
+# loop device, read-throttled for every process by a cgroup-v1 blkio rule.
+#
+#   pfs_setup DIR SIZE_GIB MBPS IOPS   mounts DIR/pfs, sets PFS_MNT, PFS_CGROUP
+#   pfs_enter                          moves this shell (and children) into the throttle
+#   pfs_teardown                       unmounts and removes everything
+#   drop_caches                        sync + drop the page cache
+# pfs_setup returns 77 with a reason when root, loop devices or blkio are missing.
+
+pfs_setup() {
+  local dir=$1 gib=$2 mbps=$3 iops=$4
+  [[ $(id -u) -eq 0 ]] || { echo "throttle: needs root"; return 77; }
+  [[ -d /sys/fs/cgroup/blkio ]] || { echo "throttle: no cgroup-v1 blkio controller"; return 77; }
+  command -v losetup >/dev/null || { echo "throttle: no losetup"; return 77; }
+  mkdir -p "$dir/pfs"
+  truncate -s "${gib}G" "$dir/pfs.img"
+  mkfs.ext4 -q -F "$dir/pfs.img" || return 1
+  PFS_LOOP=$(losetup -f --show "$dir/pfs.img") || { echo "throttle: no free loop device"; return 77; }
+  mount "$PFS_LOOP" "$dir/pfs" || return 1
+  PFS_MNT=$dir/pfs
+  local majmin
+  majmin=$(lsblk -dno MAJ:MIN "$PFS_LOOP" | tr -d ' ')
+  PFS_CGROUP=/sys/fs/cgroup/blkio/clairfs-pfs-$$
+  mkdir -p "$PFS_CGROUP"
+  echo "$majmin $((mbps * 1000000))" >"$PFS_CGROUP/blkio.throttle.read_bps_device"
+  echo "$majmin $iops" >"$PFS_CGROUP/blkio.throttle.read_iops_device"
+  PFS_DESC="ext4 on $PFS_LOOP, reads throttled to $mbps MB/s and $iops IOPS (cgroup v1 blkio)"
+}
+
+pfs_enter() { echo $$ >"$PFS_CGROUP/cgroup.procs"; }
+
+pfs_teardown() {
+  [[ -n ${PFS_CGROUP:-} ]] && { echo $$ >/sys/fs/cgroup/blkio/cgroup.procs; rmdir "$PFS_CGROUP" 2>/dev/null; }
+  [[ -n ${PFS_MNT:-} ]] && umount "$PFS_MNT" 2>/dev/null
+  [[ -n ${PFS_LOOP:-} ]] && losetup -d "$PFS_LOOP" 2>/dev/null
+  PFS_CGROUP="" PFS_MNT="" PFS_LOOP=""
+}
+
+drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
