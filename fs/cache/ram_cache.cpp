@@ -87,6 +87,17 @@ void RamCache::Clear() {
   bytes_ = 0;
 }
 
+void RamCache::Erase(BlockKey key) {
+  BlockRef dropped;  // freed after the lock is released
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = blocks_.find(key);
+  if (it == blocks_.end()) return;
+  policy_->Erased(key);
+  bytes_ -= it->second->size;
+  dropped = std::move(it->second);
+  blocks_.erase(it);
+}
+
 CacheStats RamCache::Snapshot() const {
   std::lock_guard<std::mutex> lock(mu_);
   CacheStats s = counters_;

@@ -40,6 +40,9 @@ class RamCache {
   Result<BlockRef> GetOrLoad(BlockKey key, const Loader& load, Outcome* outcome = nullptr);
   // The cached block or null; counts as a hit.
   BlockRef Lookup(BlockKey key);
+  // Drops the block for `key` if cached (the prefetcher's evictions); readers
+  // holding it keep it alive. Not counted as an eviction.
+  void Erase(BlockKey key);
   // Drops every block (a test hook, and for a future memory-pressure signal).
   void Clear();
   CacheStats Snapshot() const;

@@ -18,6 +18,8 @@
 #include "fs/dist/cluster.hpp"
 #include "fs/dist/path_template.hpp"
 #include "fs/fuse/fuse_adapter.hpp"
+#include "fs/prefetch/prefetch_engine.hpp"
+#include "fs/prefetch/prefetch_setup.hpp"
 #include "fs/store/pack_readahead.hpp"
 #include "fs/store/payload_source.hpp"
 #include "fs/vfs/vfs.hpp"
@@ -92,6 +94,14 @@ int main(int argc, char** argv) {
     }
   }
   fs::SetLogLevel(config.log_level);
+  const bool prefetch = config.prefetch_sampler != "none";
+  if (prefetch && config.no_open) {
+    // The prefetcher tracks the ranks from their opens: every OPEN must reach
+    // the daemon (one round trip; reads still come from the page cache).
+    config.no_open = false;
+    fs::Log(fs::LogLevel::kInfo, "prefetch_sampler " + config.prefetch_sampler +
+                                     ": no_open forced to false so that opens reach the daemon");
+  }
   const std::string effective = fs::DescribeConfig(config);
   LogLines("config: ", effective);
 
@@ -132,12 +142,50 @@ int main(int argc, char** argv) {
   options.uid = static_cast<uint32_t>(::getuid());
   options.gid = static_cast<uint32_t>(::getgid());
   options.config_text = effective;
-  options.decline_open = config.no_open;
+  options.decline_open = config.no_open;  // false when prefetching (see above)
   options.decline_opendir = config.no_opendir;
   options.stats_sections.emplace_back("cluster", [&cluster] { return cluster.StatsJson(); });
+  // Declared in this order so the engine (its threads) goes first, then the
+  // pusher it uses and the ReadOrder its planner's order source references.
+  std::shared_ptr<const clairfs::prefetch::ReadOrder> order;
+  fs::FusePageCachePusher pusher;
+  std::unique_ptr<fs::PrefetchEngine> engine;
+  if (prefetch) {
+    auto job = fs::BuildPrefetchJob(config, m, static_cast<uint64_t>(cluster.rank()),
+                                    static_cast<uint64_t>(cluster.size()));
+    if (!job.ok()) {
+      fs::Log(fs::LogLevel::kError, job.status().ToString());
+      return 2;
+    }
+    auto planner = clairfs::prefetch::Planner::Create(job->config, job->input,
+                                                      clairfs::prefetch::SteadyClock::Instance());
+    if (!planner.ok()) {
+      fs::Log(fs::LogLevel::kError, "prefetch: " + planner.status().ToString());
+      return 2;
+    }
+    std::string ranks;
+    for (uint64_t r : job->config.local_ranks)
+      ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+    fs::Log(fs::LogLevel::kInfo, "prefetch: " + config.prefetch_sampler + " over " +
+                                     std::to_string(job->order->dataset().size()) +
+                                     " files, node " + std::to_string(job->node) +
+                                     ", local ranks [" + ranks + "], budget " +
+                                     std::to_string(job->config.budget_bytes) + " bytes");
+    fs::PrefetchEngineOptions eo;
+    eo.threads = config.prefetch_threads;
+    eo.open_wait = std::chrono::milliseconds(config.prefetch_wait_ms);
+    eo.sampler = config.prefetch_sampler;
+    engine = std::make_unique<fs::PrefetchEngine>(std::move(*planner), std::move(job->in_dataset),
+                                                  manifest, &source, &cache, &stats, &pusher, eo);
+    order = job->order;
+    options.stats_sections.emplace_back("prefetch", [e = engine.get()] { return e->StatsJson(); });
+    options.open_observer = engine.get();
+  }
   fs::Vfs vfs(manifest, &source, &cache, &stats, options);
+  if (engine) engine->Start();
 
-  clairfs::Status st = fs::ServeFuse(&vfs, config);
+  clairfs::Status st = fs::ServeFuse(&vfs, config, &pusher);
+  if (engine) engine->Stop();
   if (!st.ok()) fs::Log(fs::LogLevel::kError, st.ToString());
   // Unmounted: wait for the other ranks, which may still read from this one.
   clairfs::Status down = cluster.Shutdown(std::chrono::milliseconds(config.shutdown_wait_ms));

@@ -35,6 +35,29 @@ bool ParseU32(std::string_view t, uint32_t lo, uint32_t hi, uint32_t* out) {
   return true;
 }
 
+bool ParseU64(std::string_view t, uint64_t lo, uint64_t* out) {
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || end != t.data() + t.size() || v < lo) return false;
+  *out = v;
+  return true;
+}
+
+std::string ShowBool(bool b) { return b ? "true" : "false"; }
+
+// MAJOR.MINOR[.PATCH]: digits and dots, a dot, no empty component (the
+// prefetch engine parses it exactly).
+bool IsVersion(const std::string& v) {
+  if (v.empty() || v.front() == '.' || v.back() == '.' || v.find('.') == std::string::npos ||
+      v.find("..") != std::string::npos) {
+    return false;
+  }
+  for (char c : v) {
+    if (c != '.' && (c < '0' || c > '9')) return false;
+  }
+  return true;
+}
+
 bool ParseSeconds(std::string_view t, double* out) {
   std::string s(t);
   char* end = nullptr;
@@ -83,14 +106,10 @@ const std::vector<Setting>& Table() {
        [](Config* c, std::string_view v) { return ParseU32(v, 1, 64, &c->stage_threads); },
        [](const Config& c) { return std::to_string(c.stage_threads); }},
       {"peer_timeout_ms", "ms to wait for a peer before a replica or the dataset dir [2000]",
-       [](Config* c, std::string_view v) {
-         return ParseU32(v, 1, 3600000, &c->peer_timeout_ms);
-       },
+       [](Config* c, std::string_view v) { return ParseU32(v, 1, 3600000, &c->peer_timeout_ms); },
        [](const Config& c) { return std::to_string(c.peer_timeout_ms); }},
       {"shutdown_wait_ms", "ms a stopping rank waits for the others [10000]",
-       [](Config* c, std::string_view v) {
-         return ParseU32(v, 0, 3600000, &c->shutdown_wait_ms);
-       },
+       [](Config* c, std::string_view v) { return ParseU32(v, 0, 3600000, &c->shutdown_wait_ms); },
        [](const Config& c) { return std::to_string(c.shutdown_wait_ms); }},
       {"ram_cache", "bytes of decoded data kept in RAM, suffix K/M/G/T [1G]",
        [](Config* c, std::string_view v) { return ParseSize(v, &c->ram_cache); },
@@ -125,6 +144,76 @@ const std::vector<Setting>& Table() {
       {"read_ahead", "kernel read-ahead of the mount in bytes, 0 = kernel default [1M]",
        [](Config* c, std::string_view v) { return ParseSize(v, &c->read_ahead); },
        [](const Config& c) { return std::to_string(c.read_ahead); }},
+      {"prefetch_sampler", "none, torch-distributed, torch-random, keras or order-file [none]",
+       [](Config* c, std::string_view v) {
+         c->prefetch_sampler = v;
+         return v == "none" || v == "torch-distributed" || v == "torch-random" || v == "keras" ||
+                v == "order-file";
+       },
+       [](const Config& c) { return c.prefetch_sampler; }},
+      {"prefetch_root", "dataset root inside the mount, relative [\"\"]",
+       [](Config* c, std::string_view v) {
+         c->prefetch_root = v;
+         return true;
+       },
+       [](const Config& c) { return Quote(c.prefetch_root); }},
+      {"prefetch_seed", "sampler seed [0]",
+       [](Config* c, std::string_view v) { return ParseU64(v, 0, &c->prefetch_seed); },
+       [](const Config& c) { return std::to_string(c.prefetch_seed); }},
+      {"prefetch_start_epoch", "first epoch of the job [0]",
+       [](Config* c, std::string_view v) { return ParseU64(v, 0, &c->prefetch_start_epoch); },
+       [](const Config& c) { return std::to_string(c.prefetch_start_epoch); }},
+      {"prefetch_epochs", "epochs the job runs, >= 1 [1]",
+       [](Config* c, std::string_view v) { return ParseU64(v, 1, &c->prefetch_epochs); },
+       [](const Config& c) { return std::to_string(c.prefetch_epochs); }},
+      {"prefetch_world_size", "training ranks in the job, >= 1 [1]",
+       [](Config* c, std::string_view v) { return ParseU64(v, 1, &c->prefetch_world_size); },
+       [](const Config& c) { return std::to_string(c.prefetch_world_size); }},
+      {"prefetch_ranks_per_node", "training ranks per node, 0 = world_size / daemons [0]",
+       [](Config* c, std::string_view v) { return ParseU64(v, 0, &c->prefetch_ranks_per_node); },
+       [](const Config& c) { return std::to_string(c.prefetch_ranks_per_node); }},
+      {"prefetch_drop_last", "DistributedSampler drop_last [false]",
+       [](Config* c, std::string_view v) { return ParseBool(v, &c->prefetch_drop_last); },
+       [](const Config& c) { return ShowBool(c.prefetch_drop_last); }},
+      {"prefetch_shuffle", "sampler shuffle [true]",
+       [](Config* c, std::string_view v) { return ParseBool(v, &c->prefetch_shuffle); },
+       [](const Config& c) { return ShowBool(c.prefetch_shuffle); }},
+      {"prefetch_batch_size", "DataLoader batch_size, >= 1 [1]",
+       [](Config* c, std::string_view v) { return ParseU64(v, 1, &c->prefetch_batch_size); },
+       [](const Config& c) { return std::to_string(c.prefetch_batch_size); }},
+      {"prefetch_workers", "DataLoader num_workers [0]",
+       [](Config* c, std::string_view v) { return ParseU64(v, 0, &c->prefetch_workers); },
+       [](const Config& c) { return std::to_string(c.prefetch_workers); }},
+      {"prefetch_factor", "DataLoader prefetch_factor, >= 1 [2]",
+       [](Config* c, std::string_view v) { return ParseU64(v, 1, &c->prefetch_factor); },
+       [](const Config& c) { return std::to_string(c.prefetch_factor); }},
+      {"prefetch_order_file", "order file (prefetch_sampler order-file) [\"\"]",
+       [](Config* c, std::string_view v) {
+         c->prefetch_order_file = v;
+         return true;
+       },
+       [](const Config& c) { return Quote(c.prefetch_order_file); }},
+      {"prefetch_keras_version", "Keras version, MAJOR.MINOR [2.15]",
+       [](Config* c, std::string_view v) {
+         c->prefetch_keras_version = v;
+         return IsVersion(c->prefetch_keras_version);
+       },
+       [](const Config& c) { return Quote(c.prefetch_keras_version); }},
+      {"prefetch_torch_version", "torch version, MAJOR.MINOR [1.13]",
+       [](Config* c, std::string_view v) {
+         c->prefetch_torch_version = v;
+         return IsVersion(c->prefetch_torch_version);
+       },
+       [](const Config& c) { return Quote(c.prefetch_torch_version); }},
+      {"prefetch_budget", "bytes the prefetcher may hold, 0 = ram_cache [0]",
+       [](Config* c, std::string_view v) { return ParseSize(v, &c->prefetch_budget); },
+       [](const Config& c) { return std::to_string(c.prefetch_budget); }},
+      {"prefetch_threads", "prefetch fetch threads, 1-64 [2]",
+       [](Config* c, std::string_view v) { return ParseU32(v, 1, 64, &c->prefetch_threads); },
+       [](const Config& c) { return std::to_string(c.prefetch_threads); }},
+      {"prefetch_wait_ms", "ms an open waits for its in-flight prefetch, 0-60000 [2000]",
+       [](Config* c, std::string_view v) { return ParseU32(v, 0, 60000, &c->prefetch_wait_ms); },
+       [](const Config& c) { return std::to_string(c.prefetch_wait_ms); }},
       {"log_level", "error, warn, info or debug [info]",
        [](Config* c, std::string_view v) { return ParseLogLevel(v, &c->log_level); },
        [](const Config& c) { return std::string(LogLevelName(c.log_level)); }},
@@ -183,6 +272,27 @@ std::vector<std::string> ValidateConfig(const Config& config) {
   std::vector<std::string> errors;
   if (config.dataset.empty()) errors.push_back("dataset: required (--dataset DIR)");
   if (config.mount.empty()) errors.push_back("mount: required (--mount DIR)");
+  if (config.prefetch_sampler != "none") {
+    const std::string& root = config.prefetch_root;
+    if (!root.empty() && (root.front() == '/' || root.back() == '/' ||
+                          ("/" + root + "/").find("/../") != std::string::npos ||
+                          ("/" + root + "/").find("/./") != std::string::npos ||
+                          root.find("//") != std::string::npos)) {
+      errors.push_back("prefetch_root: '" + root +
+                       "' must be a clean relative path inside the mount");
+    }
+    if (config.prefetch_sampler == "order-file" && config.prefetch_order_file.empty()) {
+      errors.push_back("prefetch_order_file: required with prefetch_sampler order-file");
+    }
+    if (config.prefetch_ranks_per_node > config.prefetch_world_size) {
+      errors.push_back(
+          "prefetch_ranks_per_node: " + std::to_string(config.prefetch_ranks_per_node) +
+          " is more than prefetch_world_size " + std::to_string(config.prefetch_world_size));
+    }
+    if (config.prefetch_sampler == "torch-random" && config.prefetch_world_size != 1) {
+      errors.push_back("prefetch_world_size: torch-random is a single-rank sampler (world 1)");
+    }
+  }
   return errors;
 }
 

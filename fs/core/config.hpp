@@ -50,6 +50,31 @@ struct Config {
   // 128 KiB): the largest READ request a cold sequential read produces.
   uint64_t read_ahead = uint64_t{1} << 20;
 
+  // --- clairvoyant prefetch (docs/prefetch.md, "In the daemon") ---
+  // The training job's sampler: none (reactive cache only), torch-distributed,
+  // torch-random, keras or order-file. Anything but none makes every OPEN
+  // reach the daemon (no_open is forced to false).
+  std::string prefetch_sampler = "none";
+  std::string prefetch_root;   // dataset root inside the mount, relative ("" = the mount root)
+  uint64_t prefetch_seed = 0;  // the sampler's (or generator's, or Keras') seed
+  uint64_t prefetch_start_epoch = 0;  // first epoch the job runs
+  uint64_t prefetch_epochs = 1;       // epochs from start_epoch
+  uint64_t prefetch_world_size = 1;   // training ranks in the job
+  // Training ranks per node (Slurm block distribution: node n holds ranks
+  // [n*G, (n+1)*G), n = this daemon's MPI rank). 0 = world_size / daemons.
+  uint64_t prefetch_ranks_per_node = 0;
+  bool prefetch_drop_last = false;              // DistributedSampler drop_last
+  bool prefetch_shuffle = true;                 // DistributedSampler / Keras shuffle
+  uint64_t prefetch_batch_size = 1;             // DataLoader batch_size (Keras batch_size)
+  uint64_t prefetch_workers = 0;                // DataLoader num_workers
+  uint64_t prefetch_factor = 2;                 // DataLoader prefetch_factor
+  std::string prefetch_order_file;              // order-file: the order file
+  std::string prefetch_keras_version = "2.15";  // keras: the Keras version
+  std::string prefetch_torch_version = "1.13";  // torch kinds: the torch version
+  uint64_t prefetch_budget = 0;                 // bytes the prefetcher may hold; 0 = ram_cache
+  uint32_t prefetch_threads = 2;                // fetch threads
+  uint32_t prefetch_wait_ms = 2000;             // longest an open waits for its in-flight fetch
+
   // --- logging ---
   LogLevel log_level = LogLevel::kInfo;  // error, warn, info or debug
 };

@@ -26,7 +26,7 @@ std::string MountOptions(const Config& c) {
 
 }  // namespace
 
-Status ServeFuse(Vfs* vfs, const Config& config) {
+Status ServeFuse(Vfs* vfs, const Config& config, FusePageCachePusher* pusher) {
   Session session{vfs, config, {}};
   const fuse_lowlevel_ops ops = MakeOps();
   const std::string opts = MountOptions(config);
@@ -53,6 +53,7 @@ Status ServeFuse(Vfs* vfs, const Config& config) {
                            " (is /dev/fuse usable, fusermount3 installed, the directory empty?)");
   }
   Log(LogLevel::kInfo, "mounted " + config.dataset + " at " + config.mount);
+  if (pusher != nullptr) pusher->Attach(se);
   // The kernel clamps read-ahead to 128 KiB when it processes the INIT reply,
   // so the larger window is set once that has happened (and checked).
   std::jthread tuner;
@@ -82,6 +83,7 @@ Status ServeFuse(Vfs* vfs, const Config& config) {
     tuner.join();
   }
   fuse_loop_cfg_destroy(loop);
+  if (pusher != nullptr) pusher->Detach();
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);

@@ -13,6 +13,7 @@
 #pragma once
 
 #include "fs/core/config.hpp"
+#include "fs/fuse/fuse_page_cache_pusher.hpp"
 #include "fs/vfs/vfs.hpp"
 #include "partitioner/format/status.hpp"
 
@@ -21,7 +22,8 @@ namespace clairfs::fs {
 // Mounts `vfs` at config.mount and serves it with up to config.threads
 // workers until SIGINT, SIGTERM or SIGHUP, or until someone unmounts it; then
 // unmounts. Returns an error when the session cannot be set up or mounted.
-// Blocks; call once per process (it installs signal handlers).
-Status ServeFuse(Vfs* vfs, const Config& config);
+// Blocks; call once per process (it installs signal handlers). `pusher`
+// (optional) is attached to the session while it is mounted.
+Status ServeFuse(Vfs* vfs, const Config& config, FusePageCachePusher* pusher = nullptr);
 
 }  // namespace clairfs::fs

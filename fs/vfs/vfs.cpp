@@ -180,6 +180,9 @@ Result<OpenReply> Vfs::Open(uint64_t ino, int flags) {
   if (manifest_->IsDirectory(static_cast<uint32_t>(ino - 1))) {
     return Status::IOError("is a directory", EISDIR);
   }
+  if (options_.open_observer != nullptr) {
+    options_.open_observer->OnOpen(static_cast<uint32_t>(ino - 1));
+  }
   OpenReply reply;
   reply.decline = options_.decline_open;
   return reply;

@@ -20,6 +20,7 @@
 #include "fs/store/payload_source.hpp"
 #include "fs/vfs/control_files.hpp"
 #include "fs/vfs/file_reader.hpp"
+#include "fs/vfs/open_observer.hpp"
 #include "partitioner/format/manifest.hpp"
 
 namespace clairfs::fs {
@@ -58,6 +59,9 @@ struct VfsOptions {
   bool decline_opendir = false;  // Config::no_opendir
   // More top-level sections of stats.json: name -> JSON value, called per snapshot.
   std::vector<std::pair<std::string, std::function<std::string()>>> stats_sections;
+  // Told of every dataset-file open (not owned; null = nobody). Only opens the
+  // daemon answers are seen: set decline_open false when it matters.
+  OpenObserver* open_observer = nullptr;
 };
 
 class Vfs {
@@ -79,6 +83,9 @@ class Vfs {
   uint64_t root_ino() const { return 1; }
   const format::Manifest& manifest() const { return *manifest_; }
   const ControlFiles& control() const { return control_; }
+  // Sets the open observer after construction (the prefetcher is built after
+  // the Vfs); call before serving.
+  void SetOpenObserver(OpenObserver* observer) { options_.open_observer = observer; }
 
  private:
   bool IsNode(uint64_t ino) const { return ino >= 1 && ino <= manifest_->node_count(); }
@@ -90,7 +97,7 @@ class Vfs {
   const std::shared_ptr<const format::Manifest> manifest_;
   Stats* const stats_;
   RamCache* const cache_;
-  const VfsOptions options_;
+  VfsOptions options_;  // open_observer set once before serving, then read-only
   FileReader reader_;
   ControlFiles control_;
   std::vector<uint32_t> subdirs_;  // per node: child directories (for nlink)

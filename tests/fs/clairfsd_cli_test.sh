@@ -34,6 +34,8 @@ grep -q "no manifest" "$WORK/err2" || { cat "$WORK/err2"; fail "no 'no manifest'
 grep -q "clairfsd: config: ram_cache: 1073741824" "$WORK/err2" || fail "effective config not logged"
 
 rc=0
-"$BIN/clairfsd" --dataset "$WORK/empty" --mount "$WORK/nope" 2>"$WORK/err3" || rc=$?
-[ "$rc" = 2 ] || fail "exit status $rc for a missing mount point, expected 2"
+touch "$WORK/a-file"
+"$BIN/clairfsd" --dataset "$WORK/empty" --mount "$WORK/a-file" 2>"$WORK/err3" || rc=$?
+[ "$rc" = 2 ] || fail "exit status $rc for a mount point that is a file, expected 2"
+grep -q "is not a directory" "$WORK/err3" || fail "mount point that is a file: no clear message"
 echo PASS

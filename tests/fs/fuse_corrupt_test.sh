@@ -10,7 +10,7 @@ import os, random, sys
 rng = random.Random(5)
 root = sys.argv[1]
 text = lambda n: (b"epoch batch tensor gradient shard\n" * (n // 34 + 1))[:n]
-open(os.path.join(root, "raw.bin"), "wb").write(rng.randbytes(200000))
+open(os.path.join(root, "raw.bin"), "wb").write(rng.randbytes(60000))  # under one frame: raw
 open(os.path.join(root, "small.txt"), "wb").write(text(50000))
 open(os.path.join(root, "framed.txt"), "wb").write(text(4 * 65536 + 100))
 open(os.path.join(root, "later.bin"), "wb").write(rng.randbytes(100000))
@@ -30,7 +30,7 @@ PYEOF
 [ "$($LOCATE "$WORK/out" raw.bin | cut -d' ' -f4)" = raw ] || fail "raw.bin is not stored raw"
 [ "$($LOCATE "$WORK/out" small.txt | cut -d' ' -f4)" = zstd ] || fail "small.txt is not zstd"
 [ "$($LOCATE "$WORK/out" framed.txt | cut -d' ' -f4)" = framed ] || fail "framed.txt is not framed"
-flip "$WORK/out" raw.bin 123456
+flip "$WORK/out" raw.bin 31234
 flip "$WORK/out" small.txt 10
 # Last bytes of the payload: inside the last frame (file bytes 262144..262243).
 read -r _ _ fstored _ < <($LOCATE "$WORK/out" framed.txt)

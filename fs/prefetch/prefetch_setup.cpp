@@ -1,0 +1,117 @@
+#include "fs/prefetch/prefetch_setup.hpp"
+
+#include <string>
+
+namespace clairfs::fs {
+namespace {
+
+namespace pf = clairfs::prefetch;
+
+Result<pf::OrderSpec> SpecFrom(const Config& c) {
+  pf::OrderSpec spec;
+  auto kind = pf::ParseSamplerKind(c.prefetch_sampler);
+  if (!kind.ok()) return Status::InvalidArgument("prefetch_sampler: " + kind.status().message());
+  spec.kind = *kind;
+  auto torch = pf::TorchVersion::Parse(c.prefetch_torch_version);
+  if (!torch.ok()) {
+    return Status::InvalidArgument("prefetch_torch_version: " + torch.status().message());
+  }
+  auto keras = pf::KerasVersion::Parse(c.prefetch_keras_version);
+  if (!keras.ok()) {
+    return Status::InvalidArgument("prefetch_keras_version: " + keras.status().message());
+  }
+  spec.distributed.num_replicas = c.prefetch_world_size;
+  spec.distributed.seed = c.prefetch_seed;
+  spec.distributed.shuffle = c.prefetch_shuffle;
+  spec.distributed.drop_last = c.prefetch_drop_last;
+  spec.distributed.torch_version = *torch;
+  spec.random.generator_seed = c.prefetch_seed;
+  spec.random.torch_version = *torch;
+  spec.keras.version = *keras;
+  spec.keras.seed = c.prefetch_seed;
+  spec.keras.shuffle = c.prefetch_shuffle;
+  spec.keras.batch_size = c.prefetch_batch_size;
+  spec.order_file = c.prefetch_order_file;
+  return spec;
+}
+
+}  // namespace
+
+Result<prefetch::Listing> ListingFromManifest(const format::Manifest& manifest, uint32_t root) {
+  prefetch::Listing listing;
+  // Depth-first over the manifest's directories; the walk order is the
+  // Listing's business, so any order will do here.
+  std::vector<std::pair<uint32_t, std::string>> todo{{root, ""}};
+  while (!todo.empty()) {
+    auto [dir, prefix] = std::move(todo.back());
+    todo.pop_back();
+    const uint32_t first = manifest.FirstChild(dir);
+    const uint32_t count = manifest.ChildCount(dir);
+    if (count == 0 && dir != root) {
+      listing.directories.push_back(prefix.substr(0, prefix.size() - 1));
+    }
+    for (uint32_t i = first; i < first + count; ++i) {
+      std::string path = prefix + std::string(manifest.name(i));
+      if (manifest.IsDirectory(i)) {
+        todo.emplace_back(i, path + "/");
+      } else {
+        listing.files.push_back(std::move(path));
+      }
+    }
+  }
+  return listing;
+}
+
+Result<PrefetchJob> BuildPrefetchJob(const Config& config, const format::Manifest& manifest,
+                                     uint64_t node, uint64_t nodes) {
+  auto spec = SpecFrom(config);
+  if (!spec.ok()) return spec.status();
+  auto root = manifest.Resolve(config.prefetch_root);
+  if (!root.ok() || !manifest.IsDirectory(*root)) {
+    return Status::InvalidArgument("prefetch_root: '" + config.prefetch_root +
+                                   "' is not a directory of the dataset");
+  }
+  auto listing = ListingFromManifest(manifest, *root);
+  if (!listing.ok()) return listing.status();
+  auto order = pf::ReadOrder::Build(*spec, &*listing);
+  if (!order.ok()) return order.status();
+
+  PrefetchJob job;
+  job.node = node;
+  job.order = std::make_shared<const pf::ReadOrder>(std::move(*order));
+  const pf::DatasetIndex& dataset = job.order->dataset();
+  if (!job.order->has_paths()) {
+    return Status::InvalidArgument("prefetch_order_file: an index order file needs the listing");
+  }
+  const std::string base = config.prefetch_root.empty() ? "" : config.prefetch_root + "/";
+  job.input.file_of_index.assign(dataset.size(), pf::kNoFile);
+  job.in_dataset.assign(manifest.node_count(), 0);
+  for (uint64_t i = 0; i < dataset.size(); ++i) {
+    auto n = manifest.Resolve(base + dataset.paths[i]);
+    if (!n.ok() || manifest.IsDirectory(*n)) continue;
+    job.input.file_of_index[i] = *n;
+    job.in_dataset[*n] = 1;
+  }
+  job.input.file_size.resize(manifest.node_count());
+  for (uint32_t n = 0; n < manifest.node_count(); ++n) {
+    job.input.file_size[n] = manifest.IsDirectory(n) ? 0 : manifest.node(n).size;
+  }
+  job.input.order = pf::OrderSourceFromSampler(job.order->sampler());
+
+  pf::PlannerConfig& pc = job.config;
+  const uint64_t world = config.prefetch_world_size;
+  uint64_t per_node = config.prefetch_ranks_per_node;
+  if (per_node == 0) per_node = std::max<uint64_t>(1, world / std::max<uint64_t>(1, nodes));
+  pc.local_ranks = pf::BlockLocalRanks(node, per_node, job.order->sampler().world_size());
+  pc.enabled = !pc.local_ranks.empty();
+  pc.start_epoch = config.prefetch_start_epoch;
+  pc.end_epoch = config.prefetch_start_epoch + config.prefetch_epochs;
+  pc.batch_size = config.prefetch_batch_size;
+  pc.num_workers = config.prefetch_workers;
+  pc.prefetch_factor = config.prefetch_factor;
+  pc.read_window = job.order->window();
+  pc.budget_bytes = config.prefetch_budget != 0 ? config.prefetch_budget : config.ram_cache;
+  return job;
+}
+
+}  // namespace clairfs::fs

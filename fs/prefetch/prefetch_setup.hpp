@@ -1,0 +1,42 @@
+// Turns the daemon's prefetch settings and its in-RAM manifest into what the
+// planner needs: the dataset listing under prefetch_root (from the manifest,
+// no disk access), the job's ReadOrder, the node's local ranks and the
+// PlannerConfig/PlannerInput (dataset index -> manifest node, sizes from the
+// manifest).
+//
+// Errors: InvalidArgument naming the setting (unknown root, a version that
+// does not parse, an empty dataset, ...), or the ReadOrder's error. Free
+// function; thread-safe. The result owns the ReadOrder the OrderSource uses:
+// keep it alive as long as the planner.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "fs/core/config.hpp"
+#include "partitioner/format/manifest.hpp"
+#include "partitioner/format/status.hpp"
+#include "prefetch/listing.hpp"
+#include "prefetch/planner/planner_config.hpp"
+#include "prefetch/read_order.hpp"
+
+namespace clairfs::fs {
+
+struct PrefetchJob {
+  std::shared_ptr<const prefetch::ReadOrder> order;  // referenced by input.order
+  prefetch::PlannerConfig config;
+  prefetch::PlannerInput input;
+  // By manifest node: 1 when the node is a file of the dataset (an index maps to it).
+  std::vector<uint8_t> in_dataset;
+  uint64_t node = 0;  // this daemon's node index (its MPI rank)
+};
+
+// The files (and empty directories) under `root` of the manifest, relative to it.
+Result<prefetch::Listing> ListingFromManifest(const format::Manifest& manifest, uint32_t root);
+
+// `node` of `nodes` daemons. config.prefetch_sampler must not be "none".
+Result<PrefetchJob> BuildPrefetchJob(const Config& config, const format::Manifest& manifest,
+                                     uint64_t node, uint64_t nodes);
+
+}  // namespace clairfs::fs

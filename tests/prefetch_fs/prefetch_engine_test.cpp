@@ -1,0 +1,227 @@
+// The prefetch engine without FUSE: an in-memory packed ImageFolder tree, a
+// fake page-cache pusher, real fetch threads, opens through Vfs::Open.
+#include "fs/prefetch/prefetch_engine.hpp"
+
+#include <fcntl.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "fs/cache/cache_policy.hpp"
+#include "fs/prefetch/prefetch_setup.hpp"
+#include "fs/store/memory_pack_store.hpp"
+#include "fs/vfs/vfs.hpp"
+#include "tests/unit/format_fixture.hpp"
+
+namespace clairfs::fs {
+namespace {
+
+namespace ft = format::testing;
+namespace pf = clairfs::prefetch;
+
+// Records pushes; inodes in `unknown` answer NotFound like an unlooked-up inode.
+class FakePusher final : public PageCachePusher {
+ public:
+  Status Push(uint64_t ino, uint64_t offset, const ReadData& data) override {
+    std::lock_guard<std::mutex> lock(mu);
+    if (unknown.count(ino)) return Status::NotFound("inode " + std::to_string(ino));
+    std::string bytes;
+    for (const ReadSlice& s : data.slices) bytes.append(s.data, s.size);
+    pushed[ino] = bytes;
+    return Status::Ok();
+  }
+  std::mutex mu;
+  std::set<uint64_t> unknown;
+  std::map<uint64_t, std::string> pushed;
+};
+
+ft::DatasetSpec TreeSpec() {
+  ft::DatasetSpec spec;
+  spec.partition_count = 2;
+  for (int c = 0; c < 4; ++c) {
+    for (int i = 0; i < 10; ++i) {
+      const uint32_t seed = static_cast<uint32_t>(c * 100 + i);
+      spec.files.push_back({"train/c" + std::to_string(c) + "/i" + std::to_string(i) + ".jpg",
+                            ft::RandomBytes(1000 + 10 * i, seed), seed % 2});
+    }
+  }
+  spec.files.push_back({"other.txt", ft::TextBytes(100, 7), 0});
+  return spec;
+}
+
+Config JobConfig(uint64_t budget) {
+  Config c;
+  c.prefetch_sampler = "torch-distributed";
+  c.prefetch_root = "train";
+  c.prefetch_seed = 5;
+  c.prefetch_epochs = 2;
+  c.prefetch_world_size = 2;
+  c.prefetch_batch_size = 2;
+  c.prefetch_workers = 1;
+  c.prefetch_budget = budget;
+  return c;
+}
+
+struct Fixture {
+  explicit Fixture(uint64_t budget) {
+    auto ds = ft::BuildDataset(TreeSpec());
+    REQUIRE(ds.ok());
+    dataset = std::move(ds).value();
+    auto m = format::Manifest::Parse(dataset.manifest, "test manifest");
+    REQUIRE(m.ok());
+    manifest = *m;
+    store = std::make_unique<MemoryPackStore>(dataset.packs);
+    source = std::make_unique<LocalPayloadSource>(manifest, store.get());
+    cache = std::make_unique<RamCache>(1 << 20, std::make_unique<LruPolicy>());
+    config = JobConfig(budget);
+    auto j = BuildPrefetchJob(config, *manifest, 0, 1);
+    REQUIRE(j.ok());
+    job = std::move(*j);
+    auto planner = pf::Planner::Create(job.config, job.input, pf::SteadyClock::Instance());
+    REQUIRE(planner.ok());
+    PrefetchEngineOptions eo;
+    eo.open_wait = std::chrono::milliseconds(500);
+    engine = std::make_unique<PrefetchEngine>(std::move(*planner), job.in_dataset, manifest,
+                                              source.get(), cache.get(), &stats, &pusher, eo);
+    VfsOptions o;
+    o.open_observer = engine.get();
+    vfs = std::make_unique<Vfs>(manifest, source.get(), cache.get(), &stats, o);
+  }
+  ~Fixture() { engine->Stop(); }
+
+  // Waits until the planner has fetched at least `n` files (or 5 s passed).
+  void WaitFetched(uint64_t n) {
+    for (int i = 0; i < 500 && engine->counters().fetched.load() < n; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  // Opens the files ranks 0 and 1 read in `epoch`, interleaved, through the Vfs.
+  void OpenEpoch(uint64_t epoch) {
+    auto r0 = job.order->Paths(0, epoch);
+    auto r1 = job.order->Paths(1, epoch);
+    REQUIRE(r0.ok());
+    REQUIRE(r1.ok());
+    for (size_t i = 0; i < r0->size(); ++i) {
+      for (const auto* paths : {&*r0, &*r1}) {
+        if (i >= paths->size()) continue;
+        auto n = manifest->Resolve("train/" + (*paths)[i]);
+        REQUIRE(n.ok());
+        REQUIRE(vfs->Open(uint64_t{*n} + 1, O_RDONLY).ok());
+        auto data = vfs->Read(uint64_t{*n} + 1, 0, 1 << 20);
+        REQUIRE(data.ok());
+        std::string got;
+        for (const ReadSlice& s : data->slices) got.append(s.data, s.size);
+        const auto& want = dataset.contents.at("train/" + (*paths)[i]);
+        REQUIRE(got == std::string(want.begin(), want.end()));
+      }
+    }
+  }
+
+  ft::Dataset dataset;
+  std::shared_ptr<const format::Manifest> manifest;
+  std::unique_ptr<MemoryPackStore> store;
+  std::unique_ptr<LocalPayloadSource> source;
+  std::unique_ptr<RamCache> cache;
+  Stats stats;
+  Config config;
+  PrefetchJob job;
+  FakePusher pusher;
+  std::unique_ptr<PrefetchEngine> engine;
+  std::unique_ptr<Vfs> vfs;
+};
+
+TEST_CASE("the job maps dataset indices to manifest nodes under the root", "[prefetch_engine]") {
+  Fixture f(1 << 20);
+  REQUIRE(f.job.order->dataset().size() == 40);
+  REQUIRE(f.job.config.local_ranks == std::vector<uint64_t>{0, 1});
+  for (uint64_t i = 0; i < 40; ++i) {
+    const pf::FileId n = f.job.input.file_of_index[i];
+    REQUIRE(n != pf::kNoFile);
+    CHECK(f.manifest->Path(n) == "train/" + f.job.order->dataset().paths[i]);
+  }
+  auto other = f.manifest->Resolve("other.txt");
+  REQUIRE(other.ok());
+  CHECK(f.job.in_dataset[*other] == 0);
+  Config bad = JobConfig(0);
+  bad.prefetch_root = "nope";
+  auto j = BuildPrefetchJob(bad, *f.manifest, 0, 1);
+  REQUIRE_FALSE(j.ok());
+  CHECK(j.status().message().find("prefetch_root") != std::string::npos);
+  CHECK(f.job.config.budget_bytes == (uint64_t{1} << 20));
+}
+
+TEST_CASE("with room for everything every predicted open is ready and pushed",
+          "[prefetch_engine]") {
+  Fixture f(1 << 20);
+  f.engine->Start();
+  f.WaitFetched(40);
+  f.OpenEpoch(0);
+  f.OpenEpoch(1);
+  const auto& c = f.engine->counters();
+  CHECK(c.opens.load() == 80);
+  CHECK(c.ready.load() == 80);
+  CHECK(c.ready_pushed.load() == 80);
+  CHECK(c.pushes.load() >= 40);
+  // Pushed bytes are the file's bytes.
+  auto n = f.manifest->Resolve("train/c1/i3.jpg");
+  REQUIRE(n.ok());
+  const auto& want = f.dataset.contents.at("train/c1/i3.jpg");
+  CHECK(f.pusher.pushed.at(uint64_t{*n} + 1) == std::string(want.begin(), want.end()));
+  const auto p = f.engine->PlannerStats();
+  CHECK(p.deviations == 0);
+  CHECK(f.engine->StatsJson().find("\"ready\": 80") != std::string::npos);
+}
+
+TEST_CASE("an inode the kernel does not know stays in RAM as the second tier",
+          "[prefetch_engine]") {
+  Fixture f(1 << 20);
+  for (uint32_t n = 0; n < f.manifest->node_count(); ++n) f.pusher.unknown.insert(n + 1);
+  f.engine->Start();
+  f.WaitFetched(40);
+  f.OpenEpoch(0);
+  const auto& c = f.engine->counters();
+  CHECK(c.pushes.load() == 0);
+  CHECK(c.push_unknown_inode.load() >= 40);
+  CHECK(c.ready_ram.load() == c.ready.load());
+  CHECK(c.ready.load() == 40);
+}
+
+TEST_CASE("a small budget is never exceeded and opens still read right bytes",
+          "[prefetch_engine]") {
+  const uint64_t budget = 12000;  // about 11 of the 40 files
+  Fixture f(budget);
+  f.engine->Start();
+  f.WaitFetched(8);
+  for (uint64_t e = 0; e < 2; ++e) f.OpenEpoch(e);
+  const auto p = f.engine->PlannerStats();
+  CHECK(p.peak_used_bytes <= budget);
+  CHECK(f.engine->counters().max_held_bytes.load() <= budget);
+}
+
+TEST_CASE("opens outside the prediction are deviations and still served", "[prefetch_engine]") {
+  Fixture f(1 << 20);
+  f.engine->Start();
+  for (int c = 3; c >= 0; --c) {
+    for (int i = 9; i >= 0; --i) {
+      const std::string path = "train/c" + std::to_string(c) + "/i" + std::to_string(i) + ".jpg";
+      auto n = f.manifest->Resolve(path);
+      REQUIRE(n.ok());
+      REQUIRE(f.vfs->Open(uint64_t{*n} + 1, O_RDONLY).ok());
+      auto data = f.vfs->Read(uint64_t{*n} + 1, 0, 1 << 20);
+      REQUIRE(data.ok());
+      CHECK(data->total == f.dataset.contents.at(path).size());
+    }
+  }
+  CHECK(f.engine->PlannerStats().deviations > 0);
+  // Files outside the root are not the planner's business.
+  auto other = f.manifest->Resolve("other.txt");
+  REQUIRE(other.ok());
+  const uint64_t before = f.engine->counters().opens.load();
+  REQUIRE(f.vfs->Open(uint64_t{*other} + 1, O_RDONLY).ok());
+  CHECK(f.engine->counters().opens.load() == before);
+}
+
+}  // namespace
+}  // namespace clairfs::fs

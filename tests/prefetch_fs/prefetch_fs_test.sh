@@ -1,0 +1,108 @@
+#!/bin/bash
+# The clairvoyant prefetcher through a real mount: a generated ImageFolder tree,
+# clairfsd configured for torch-distributed (world 2, both ranks on this node,
+# 2 loader workers, batch 8, seed 5, 2 epochs), and two reader processes that
+# replay ranks 0 and 1 with the real torch DistributedSampler at a fixed rate,
+# kept in step by a shared schedule as DDP keeps real ranks in step (the
+# planner does not model ranks drifting apart by more than its budget's lead).
+# Checks: every byte right; after the first loader window >= 99% of opens
+# found their file ready; the prefetcher's RAM never exceeded its budget; a
+# reader with another seed still reads correct bytes and shows deviations.
+source "${CLAIRFS_SRC:?}/tests/fs/fuse_lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+"$PY" -c 'import torch, torchvision' 2>/dev/null || skip "$PY cannot import torch and torchvision"
+
+# 8 classes x 40 images of 4-64 KiB random bytes, plus files outside the root.
+"$PY" - "$WORK/src" <<'PYEOF'
+import os, random, sys
+root = sys.argv[1]
+rng = random.Random(77)
+for c in range(8):
+    d = os.path.join(root, "train", "class%02d" % c)
+    os.makedirs(d, exist_ok=True)
+    for i in range(40):
+        with open(os.path.join(d, "img%03d.jpg" % i), "wb") as f:
+            f.write(rng.randbytes(rng.randint(4096, 65536)))
+os.makedirs(os.path.join(root, "val"), exist_ok=True)
+with open(os.path.join(root, "val", "v.jpg"), "wb") as f:
+    f.write(rng.randbytes(1000))
+with open(os.path.join(root, "README"), "wb") as f:
+    f.write(b"not part of the dataset\n")
+PYEOF
+pack "$WORK/src" "$WORK/out" --partitions 2
+
+BUDGET=$((4 * 1024 * 1024))
+mount_dataset "$WORK/out" "$WORK/mnt" "$WORK/daemon.log" --ram-cache 64M \
+  --prefetch-sampler torch-distributed --prefetch-root train --prefetch-seed 5 \
+  --prefetch-epochs 2 --prefetch-world-size 2 --prefetch-workers 2 --prefetch-batch-size 8 \
+  --prefetch-budget "$BUDGET" --prefetch-threads 2
+grep -q 'no_open forced to false' "$WORK/daemon.log" || { cat "$WORK/daemon.log"; fail "no_open not forced"; }
+grep -q 'local ranks \[0,1\]' "$WORK/daemon.log" || { cat "$WORK/daemon.log"; fail "local ranks not 0,1"; }
+
+# Budget sampler: stats.json every 50 ms while the readers run.
+( while [ ! -e "$WORK/stop" ]; do cat "$WORK/mnt/.clairfs/stats.json" >>"$WORK/samples" 2>/dev/null
+    echo '@@' >>"$WORK/samples"; sleep 0.05; done ) &
+SAMPLER=$!
+
+replay() {  # replay SEED TAG
+  local r pids=()
+  mkdir -p "$WORK/barrier.$2"
+  for r in 0 1; do
+    "$PY" "$HERE/replay_reader.py" "$WORK/mnt/train" "$WORK/src/train" --rank $r --world 2 \
+      --seed "$1" --epochs 2 --workers 2 --batch 8 --interval 0.02 \
+      --barrier "$WORK/barrier.$2" --out "$WORK/$2.$r.json" &
+    pids+=($!)
+  done
+  local ok=0
+  for r in "${pids[@]}"; do wait "$r" || ok=1; done
+  cat "$WORK/$2.0.json" "$WORK/$2.1.json" 2>/dev/null || true
+  [ $ok = 0 ] || fail "a $2 reader read wrong bytes or failed"
+}
+
+replay 5 exact
+cp "$WORK/mnt/.clairfs/stats.json" "$WORK/stats.exact.json"
+replay 6 deviating
+touch "$WORK/stop"
+wait "$SAMPLER" || true
+cp "$WORK/mnt/.clairfs/stats.json" "$WORK/stats.deviating.json"
+
+"$PY" - "$WORK" "$BUDGET" <<'PYEOF' || { cat "$WORK/daemon.log"; cat "$WORK/stats.exact.json"; fail "stats check failed"; }
+import json, sys
+work, budget = sys.argv[1], int(sys.argv[2])
+e = json.load(open(work + "/stats.exact.json"))["prefetch"]
+d = json.load(open(work + "/stats.deviating.json"))["prefetch"]
+window = 2 * 2 * 2 * 8  # ranks x workers x prefetch_factor x batch: the loader's own read-ahead
+opens, ready = e["opens"], e["ready"]
+print("exact run: opens %d ready %d (page cache %d, ram %d) stalls %d waits %d wait %.1f ms "
+      "deviations %d lead %d files peak %d of %d bytes, pushes %d, unknown inode %d, late pushes %d"
+      % (opens, ready, e["open_hits"]["page_cache"], e["open_hits"]["ram"], e["stalls"],
+         e["waits"], e["wait_ns"] / 1e6, e["deviations"], e["lead_files"],
+         e["peak_used_bytes"], e["budget_bytes"], e["page_cache"]["pushes"],
+         e["page_cache"]["unknown_inode"], e["page_cache"]["late_pushes"]))
+assert opens == 2 * 2 * 160, "expected 640 dataset opens, saw %d" % opens
+assert opens - ready <= 0.01 * (opens - window), "too few ready opens after the first window"
+assert e["predicted"] >= opens - window, e
+assert e["peak_used_bytes"] <= budget and e["max_held_bytes"] <= budget, e
+assert e["budget_bytes"] == budget, e
+assert e["evictions"] > 0, "a 4 MiB budget over 11 MB of data must evict"
+print("deviating run: opens %d deviations %d resyncs %d lost %s"
+      % (d["opens"], d["deviations"], d["resyncs"], d["lost"]))
+assert d["opens"] == 2 * opens, d
+assert d["deviations"] > e["deviations"] + 20, d
+assert d["peak_used_bytes"] <= budget, d
+# Every sample taken during the runs stayed within the budget.
+n = 0
+for chunk in open(work + "/samples").read().split("@@"):
+    chunk = chunk.strip()
+    if not chunk:
+        continue
+    try:
+        p = json.loads(chunk)["prefetch"]
+    except ValueError:
+        continue
+    n += 1
+    assert p["used_bytes"] <= budget and p["held_bytes"] <= budget, p
+print("budget held in %d samples" % n)
+PYEOF
+echo "PASS: prefetch through the mount"

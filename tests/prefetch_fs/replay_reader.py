@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Replays one training rank's reads through a clairfs mount, as a DataLoader
+would issue them, and checks every byte against the source tree.
+
+usage: replay_reader.py MNT_ROOT SRC_ROOT --rank R --world N --seed S
+       [--epochs E] [--workers W] [--batch B] [--interval SECONDS] [--out FILE]
+
+The order is the real thing: torchvision's ImageFolder over MNT_ROOT (its
+directory scan also shows the kernel every inode) and torch's
+DistributedSampler with set_epoch. Batch j of an epoch goes to worker thread
+j % W; batch j starts no earlier than interval * j after the epoch started (a
+fixed consumption rate). With --barrier DIR the ranks start together and
+keep one shared schedule (batch j of epoch e at T0 + (e * batches + j) *
+interval), as DDP's per-step allreduce keeps real ranks in step. Prints one
+JSON line; exit 1 on any wrong byte.
+"""
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+
+import torch  # noqa: F401  (the sampler needs it)
+from torch.utils.data import DistributedSampler
+from torchvision.datasets import ImageFolder
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mnt")
+    ap.add_argument("src")
+    ap.add_argument("--rank", type=int, required=True)
+    ap.add_argument("--world", type=int, required=True)
+    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--interval", type=float, default=0.02)
+    ap.add_argument("--out")
+    ap.add_argument("--barrier", help="directory shared by the --world ranks")
+    a = ap.parse_args()
+
+    dataset = ImageFolder(a.mnt, loader=lambda p: p)  # listing only; reads are ours
+    sampler = DistributedSampler(dataset, num_replicas=a.world, rank=a.rank,
+                                 shuffle=True, seed=a.seed)
+    bad = []
+    opened = [0]
+    lock = threading.Lock()
+    start = time.time()
+    if a.barrier:
+        # Every rank writes when it is ready; all start 0.2 s after the last.
+        with open(os.path.join(a.barrier, "rank%d.tmp" % a.rank), "w") as f:
+            f.write(repr(time.time()))
+        os.rename(os.path.join(a.barrier, "rank%d.tmp" % a.rank),
+                  os.path.join(a.barrier, "rank%d" % a.rank))
+        deadline = time.time() + 120
+        while True:
+            names = [os.path.join(a.barrier, "rank%d" % r) for r in range(a.world)]
+            if all(os.path.exists(n) for n in names):
+                start = max(float(open(n).read()) for n in names) + 0.2
+                break
+            if time.time() > deadline:
+                print("barrier: the other ranks never came", file=sys.stderr)
+                return 1
+            time.sleep(0.01)
+    t_start = time.monotonic()
+    for epoch in range(a.epochs):
+        sampler.set_epoch(epoch)
+        indices = list(sampler)
+        batches = [indices[i:i + a.batch] for i in range(0, len(indices), a.batch)]
+        t0 = start + epoch * len(batches) * a.interval
+
+        def worker(w):
+            for j in range(w, len(batches), a.workers):
+                delay = t0 + j * a.interval - time.time()
+                if delay > 0:
+                    time.sleep(delay)
+                for i in batches[j]:
+                    path = dataset.samples[i][0]
+                    with open(path, "rb") as f:
+                        got = f.read()
+                    rel = os.path.relpath(path, a.mnt)
+                    with open(os.path.join(a.src, rel), "rb") as f:
+                        want = f.read()
+                    with lock:
+                        opened[0] += 1
+                        if got != want:
+                            bad.append(rel)
+
+        threads = [threading.Thread(target=worker, args=(w,)) for w in range(a.workers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    result = {"rank": a.rank, "files": len(dataset), "opened": opened[0],
+              "wrong": len(bad), "first_wrong": bad[:5],
+              "seconds": round(time.monotonic() - t_start, 3)}
+    line = json.dumps(result)
+    print(line)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(line + "\n")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
