@@ -20,8 +20,11 @@ trap cleanup EXIT
 
 $PY "$CLAIRFS_SRC/scripts/make_imagefolder.py" "$T/data" --classes 4 --per-class 24 --size 48 >/dev/null || exit 1
 "$BIN/clairfs-partition" pack "$T/data" "$T/packed" --partitions 4 >/dev/null || exit 1
+# The prefetcher gets the job's sampler settings: training rank r on daemon r.
 "$MPIEXEC" -n 2 "$BIN/clairfsd" --dataset "$T/packed" --mount "$T/mnt{rank}" --local-dir "$T/ssd{rank}" \
-  >"$T/daemons.log" 2>&1 &
+  --prefetch-sampler torch-distributed --prefetch-root train --prefetch-seed 0 \
+  --prefetch-epochs 1 --prefetch-world-size 2 --prefetch-ranks-per-node 1 \
+  --prefetch-batch-size 8 --prefetch-workers 2 >"$T/daemons.log" 2>&1 &
 launcher=$!
 "$BIN/clairfs-wait" "$T/mnt0" "$T/mnt1" --timeout 60 --quiet || { echo "FAIL: mounts"; cat "$T/daemons.log"; exit 1; }
 "$CLAIRFS_SRC/scripts/run_ranks.sh" 2 $PY "$CLAIRFS_SRC/scripts/train.py" --data "$T/mnt{rank}/train" \
@@ -45,14 +48,19 @@ for f in glob.glob(os.path.join(t, "samples.rank*")):
 assert seen == len(source), "read %d samples, the dataset has %d" % (seen, len(source))
 report = json.load(open(os.path.join(t, "report.json")))
 assert len(report["epochs"]) == 1 and report["epochs"][0]["loss"] > 0
-served = 0
+served = ready = opens = 0
 for r in (0, 1):
     s = json.load(open(os.path.join(t, "stats%d.json" % r)))
     served += s["served"]["local_pack"]["requests"] + s["served"]["ram_cache"]["requests"]
     assert s["errors"]["corruption"] == 0 and s["errors"]["io"] == 0, s["errors"]
+    p = s["prefetch"]
+    assert p["enabled"] and p["opens"] > 0, p
+    assert p["ready"] > 0, "rank %d: no open found its file prefetched: %s" % (r, p)
+    ready += p["ready"]
+    opens += p["opens"]
 assert served >= len(source), "daemons served %d reads for %d files" % (served, len(source))
-print("e2e: %d samples read through clairfs, all identical to the source; daemons served %d reads"
-      % (seen, served))
+print("e2e: %d samples read through clairfs, all identical to the source; daemons served %d "
+      "reads; %d of %d opens found their file prefetched" % (seen, served, ready, opens))
 PY
 rc=$?
 [[ $rc -eq 0 ]] && echo "1 passed, 0 failed" || echo "0 passed, 1 failed"
