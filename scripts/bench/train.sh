@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The end-to-end row: the unmodified training script (scripts/train.py, 2 ranks,
+# DistributedSampler, 2 DataLoader workers each) with its dataset on a
+# throttled stand-in for a shared file system (scripts/bench/throttle.sh), in
+# three ways, caches dropped before each:
+#   direct   reading the JPEG tree on the stand-in
+#   clairfs  through 2 clairfsd ranks whose packs are on the stand-in (staged to
+#            local disk in the background), prefetcher told the job's settings
+#   no I/O   every file read into memory before the clock starts (--preload)
+# Writes a markdown table to stdout and a JSON with every epoch (--json FILE).
+#
+# usage: scripts/bench/train.sh [--per-class N] [--epochs E] [--mbps M] [--iops I] [--json FILE]
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+BIN=$repo/${BUILD_DIR:-build}/bin
+PY=/usr/bin/python3
+per_class=256 epochs=3 mbps=50 iops=500 json=""
+while (($#)); do
+  case $1 in
+    --per-class) per_class=$2; shift 2 ;; --epochs) epochs=$2; shift 2 ;;
+    --mbps) mbps=$2; shift 2 ;; --iops) iops=$2; shift 2 ;; --json) json=$2; shift 2 ;;
+    *) echo "usage: $0 [--per-class N] [--epochs E] [--mbps M] [--iops I] [--json FILE]" >&2; exit 2 ;;
+  esac
+done
+MPIEXEC=$(command -v mpiexec.mpich || command -v mpiexec)
+source "$repo/scripts/bench/throttle.sh"
+W=$(mktemp -d "${TMPDIR:-/tmp}/clairfs-bench-train.XXXXXX")
+launcher=""
+stop_ranks() {
+  [[ -n $launcher ]] || return 0
+  kill -TERM "$launcher" 2>/dev/null; wait "$launcher" 2>/dev/null || true; launcher=""
+}
+cleanup() { stop_ranks; for m in "$W"/mnt*; do fusermount3 -u -z "$m" 2>/dev/null || true; done
+            pfs_teardown; rm -rf "$W"; }
+trap cleanup EXIT
+pfs_setup "$W" 4 "$mbps" "$iops" || { rc=$?; [[ $rc == 77 ]] && echo "SKIP: throttled source unavailable"; exit $rc; }
+
+$PY "$repo/scripts/make_imagefolder.py" "$PFS_MNT/data" --classes 8 --per-class "$per_class" >&2
+"$BIN/clairfs-partition" pack "$PFS_MNT/data" "$PFS_MNT/packed" --partitions 8 >/dev/null
+nfiles=$((8 * per_class))
+pfs_enter
+
+train() {  # train NAME DATA [extra args]
+  local name=$1 data=$2; shift 2
+  "$repo/scripts/run_ranks.sh" 2 $PY "$repo/scripts/train.py" --data "$data" --epochs "$epochs" \
+    --workers 2 --batch-size 32 --seed 1 --report "$W/$name.json" "$@" >&2
+}
+drop_caches; train noio "$PFS_MNT/data/train" --preload
+drop_caches; train direct "$PFS_MNT/data/train"
+drop_caches
+cat >"$W/clairfs.yaml" <<YAML
+prefetch_sampler: torch-distributed
+prefetch_root: train
+prefetch_seed: 1
+prefetch_epochs: $epochs
+prefetch_world_size: 2
+prefetch_ranks_per_node: 1
+prefetch_batch_size: 32
+prefetch_workers: 2
+ram_cache: 512M
+YAML
+"$MPIEXEC" -n 2 "$BIN/clairfsd" --config "$W/clairfs.yaml" --dataset "$PFS_MNT/packed" \
+  --mount "$W/mnt{rank}" --local-dir "$W/ssd{rank}" >"$W/log" 2>&1 &
+launcher=$!
+"$BIN/clairfs-wait" "$W/mnt0" "$W/mnt1" --quiet --timeout 120 || { cat "$W/log"; exit 1; }
+train clairfs "$W/mnt{rank}/train"
+cp "$W/mnt0/.clairfs/stats.json" "$W/stats0.json"
+stop_ranks
+
+$PY - "$W" "$nfiles" "$PFS_DESC" "${json:-}" <<'PY'
+import json, sys
+w, n, desc, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+runs = {k: json.load(open("%s/%s.json" % (w, k)))["epochs"] for k in ("noio", "direct", "clairfs")}
+p = json.load(open(w + "/stats0.json")).get("prefetch", {})
+print("Setting: scripts/train.py, 2 ranks x 2 DataLoader workers, batch 32, %d JPEG files "
+      "(%s); caches dropped before each run." % (n, desc))
+print()
+print("| epoch | no I/O (s) | direct (s) | clairfs (s) | clairfs / no I/O | direct / clairfs |")
+print("| --- | --- | --- | --- | --- | --- |")
+for e in range(len(runs["noio"])):
+    a, b, c = (runs[k][e]["seconds"] for k in ("noio", "direct", "clairfs"))
+    print("| %d | %.2f | %.2f | %.2f | %.2fx | %.2fx |" % (e, a, b, c, c / a, b / c))
+if p:
+    print()
+    print("Prefetcher on rank 0: %d of %d opens found their file ready, %d stalls."
+          % (p.get("ready", 0), p.get("opens", 0), p.get("stalls", 0)))
+if out:
+    json.dump({"files": n, "throttle": desc, "runs": runs, "prefetch_rank0": p}, open(out, "w"), indent=1)
+PY
