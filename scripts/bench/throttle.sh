@@ -31,9 +31,13 @@ pfs_setup() {
 pfs_enter() { echo $$ >"$PFS_CGROUP/cgroup.procs"; }
 
 pfs_teardown() {
-  [[ -n ${PFS_CGROUP:-} ]] && { echo $$ >/sys/fs/cgroup/blkio/cgroup.procs; rmdir "$PFS_CGROUP" 2>/dev/null; }
-  [[ -n ${PFS_MNT:-} ]] && umount "$PFS_MNT" 2>/dev/null
-  [[ -n ${PFS_LOOP:-} ]] && losetup -d "$PFS_LOOP" 2>/dev/null
+  if [[ -n ${PFS_CGROUP:-} ]]; then
+    echo $$ >/sys/fs/cgroup/blkio/cgroup.procs
+    rmdir "$PFS_CGROUP" 2>/dev/null || true
+  fi
+  # A process still inside it (a daemon being stopped) makes the unmount lazy.
+  if [[ -n ${PFS_MNT:-} ]]; then umount "$PFS_MNT" 2>/dev/null || umount -l "$PFS_MNT" 2>/dev/null || true; fi
+  if [[ -n ${PFS_LOOP:-} ]]; then losetup -d "$PFS_LOOP" 2>/dev/null || true; fi
   PFS_CGROUP="" PFS_MNT="" PFS_LOOP=""
 }
 
