@@ -27,7 +27,8 @@ ax.set_title("training epoch time, %d files" % data["files"])
 ax.legend(fontsize=8)
 p = data.get("prefetch_rank0", {})
 hits = p.get("open_hits", {})
-parts = [("page cache", hits.get("page_cache", 0)), ("daemon RAM", hits.get("ram", 0)),
+parts = [("in page cache", hits.get("page_cache", 0)),
+         ("in daemon RAM,\npushed at open", hits.get("ram", 0)),
          ("not ready", hits.get("not_ready", 0))]
 parts = [(n, v) for n, v in parts if v]
 if parts:
