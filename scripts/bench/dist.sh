@@ -19,18 +19,8 @@ while (($#)); do
     *) echo "usage: $0 [--files N] [--kib K] [--mbps M] [--iops I] [--threads T]" >&2; exit 2 ;;
   esac
 done
-MPIEXEC=$(command -v mpiexec.mpich || command -v mpiexec)
 source "$repo/scripts/bench/throttle.sh"
-W=$(mktemp -d "${TMPDIR:-/tmp}/clairfs-bench-dist.XXXXXX")
-launcher=""
-stop_ranks() {
-  [[ -n $launcher ]] || return 0
-  kill -TERM "$launcher" 2>/dev/null; wait "$launcher" 2>/dev/null || true; launcher=""
-}
-cleanup() { stop_ranks; for m in "$W"/mnt*; do fusermount3 -u -z "$m" 2>/dev/null || true; done
-            pfs_teardown; rm -rf "$W"; }
-trap cleanup EXIT
-pfs_setup "$W" 8 "$mbps" "$iops" || { rc=$?; [[ $rc == 77 ]] && echo "SKIP: throttled source unavailable"; exit $rc; }
+bench_workspace dist 8 "$mbps" "$iops"
 
 echo "bench: $files files of $kib KiB on the stand-in ($PFS_DESC)" >&2
 /usr/bin/python3 - "$PFS_MNT/src" "$files" "$kib" <<'PY'

@@ -6,6 +6,8 @@
 #   pfs_enter                          moves this shell (and children) into the throttle
 #   pfs_teardown                       unmounts and removes everything
 #   drop_caches                        sync + drop the page cache
+#   bench_workspace NAME GIB MBPS IOPS  a work directory $W holding the stand-in, removed on
+#                                      exit with any daemons started as $launcher (stop_ranks)
 # pfs_setup returns 77 with a reason when root, loop devices or blkio are missing.
 
 pfs_setup() {
@@ -42,3 +44,30 @@ pfs_teardown() {
 }
 
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+
+bench_workspace() {
+  W=$(mktemp -d "${TMPDIR:-/tmp}/clairfs-bench-$1.XXXXXX")
+  MPIEXEC=$(command -v mpiexec.mpich || command -v mpiexec)
+  launcher=""
+  trap bench_cleanup EXIT
+  pfs_setup "$W" "$2" "$3" "$4" || {
+    local rc=$?
+    [[ $rc == 77 ]] && echo "SKIP: throttled source unavailable"
+    exit "$rc"
+  }
+}
+
+# Stops the daemons started in the background as $launcher (an mpiexec).
+stop_ranks() {
+  [[ -n ${launcher:-} ]] || return 0
+  kill -TERM "$launcher" 2>/dev/null
+  wait "$launcher" 2>/dev/null || true
+  launcher=""
+}
+
+bench_cleanup() {
+  stop_ranks
+  for m in "$W"/mnt*; do fusermount3 -u -z "$m" 2>/dev/null || true; done
+  pfs_teardown
+  rm -rf "$W"
+}

@@ -22,18 +22,8 @@ while (($#)); do
     *) echo "usage: $0 [--per-class N] [--epochs E] [--mbps M] [--iops I] [--json FILE]" >&2; exit 2 ;;
   esac
 done
-MPIEXEC=$(command -v mpiexec.mpich || command -v mpiexec)
 source "$repo/scripts/bench/throttle.sh"
-W=$(mktemp -d "${TMPDIR:-/tmp}/clairfs-bench-train.XXXXXX")
-launcher=""
-stop_ranks() {
-  [[ -n $launcher ]] || return 0
-  kill -TERM "$launcher" 2>/dev/null; wait "$launcher" 2>/dev/null || true; launcher=""
-}
-cleanup() { stop_ranks; for m in "$W"/mnt*; do fusermount3 -u -z "$m" 2>/dev/null || true; done
-            pfs_teardown; rm -rf "$W"; }
-trap cleanup EXIT
-pfs_setup "$W" 4 "$mbps" "$iops" || { rc=$?; [[ $rc == 77 ]] && echo "SKIP: throttled source unavailable"; exit $rc; }
+bench_workspace train 4 "$mbps" "$iops"
 
 $PY "$repo/scripts/make_imagefolder.py" "$PFS_MNT/data" --classes 8 --per-class "$per_class" >&2
 "$BIN/clairfs-partition" pack "$PFS_MNT/data" "$PFS_MNT/packed" --partitions 8 >/dev/null
