@@ -7,6 +7,10 @@
 
 namespace clairfs::format {
 
+// Frames after the last one a read touched that are hinted to the pack's file
+// system (WillNeed), so a sequential reader finds them in the page cache.
+constexpr uint64_t kReadAheadFrames = 2;
+
 PayloadEncoder::PayloadEncoder(EncodeOptions options)
     : options_(options), cctx_(ZSTD_createCCtx()) {}
 
@@ -172,6 +176,13 @@ Result<size_t> PayloadDecoder::Read(const RandomAccessFile& pack, const PayloadL
     }
     pos += e.stored_size;
   }
+  // A reader moving through a large file will want the next frames next: let
+  // the pack's file system fetch them while this reply goes out.
+  uint64_t ahead = 0;
+  for (uint64_t i = last + 1; i < th.frame_count && i <= last + kReadAheadFrames; ++i) {
+    ahead += entries[i].stored_size;
+  }
+  if (ahead > 0 && pos + ahead <= loc.offset + loc.stored_size) pack.WillNeed(pos, ahead);
   return length;
 }
 

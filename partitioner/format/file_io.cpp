@@ -41,6 +41,10 @@ Status PosixRandomAccessFile::ReadExact(uint64_t offset, size_t size, void* dst)
   return Status::Ok();
 }
 
+void PosixRandomAccessFile::WillNeed(uint64_t offset, size_t size) const {
+  ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(size), POSIX_FADV_WILLNEED);
+}
+
 Status MemoryFile::ReadExact(uint64_t offset, size_t size, void* dst) const {
   if (offset > bytes_.size() || size > bytes_.size() - offset) {
     return Status::Corruption(name_ + ": truncated (wanted " + std::to_string(size) +

@@ -19,6 +19,9 @@ class RandomAccessFile {
   // Reads exactly `size` bytes at `offset` into `dst`; a short file is Corruption.
   virtual Status ReadExact(uint64_t offset, size_t size, void* dst) const = 0;
   virtual const std::string& name() const = 0;
+  // A hint that [offset, offset + size) will be read soon; may start reading
+  // it in the background. Never fails; the default does nothing.
+  virtual void WillNeed(uint64_t offset, size_t size) const {}
 };
 
 // A RandomAccessFile over a file descriptor (pread). Thread-safe.
@@ -28,6 +31,9 @@ class PosixRandomAccessFile final : public RandomAccessFile {
   ~PosixRandomAccessFile() override;
   Status ReadExact(uint64_t offset, size_t size, void* dst) const override;
   const std::string& name() const override { return path_; }
+  // posix_fadvise(WILLNEED): the kernel reads the range into its page cache
+  // asynchronously.
+  void WillNeed(uint64_t offset, size_t size) const override;
   uint64_t size() const { return size_; }
 
  private:
