@@ -6,16 +6,7 @@ set -uo pipefail
 BIN=$CLAIRFS_BIN
 RANK=$CLAIRFS_SRC/tests/dist/rank.sh  # see there: keeps survivors alive under hydra
 PY=/usr/bin/python3
-MPIEXEC=$(command -v mpiexec.mpich || command -v mpiexec) || { echo "SKIP: no mpiexec"; exit 77; }
-[[ -c /dev/fuse ]] && command -v fusermount3 >/dev/null || { echo "SKIP: /dev/fuse or fusermount3 missing"; exit 77; }
-T=$(mktemp -d "${TMPDIR:-/tmp}/clairfs-mpi.XXXXXX")
-launcher=""
-cleanup() {
-  [[ -n $launcher ]] && kill -TERM "$launcher" 2>/dev/null && wait "$launcher" 2>/dev/null
-  for m in "$T"/mnt*; do mountpoint -q "$m" 2>/dev/null && fusermount3 -u -z "$m"; done
-  rm -rf "$T"
-}
-trap cleanup EXIT
+source "$CLAIRFS_SRC/tests/dist/ranks_lib.sh" mpi
 failures=0
 pass() { echo "ok   $*"; }
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }

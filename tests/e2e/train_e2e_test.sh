@@ -7,16 +7,7 @@ set -uo pipefail
 BIN=$CLAIRFS_BIN
 PY=/usr/bin/python3
 $PY -c "import torch, torchvision, PIL" 2>/dev/null || { echo "SKIP: python3-torch/torchvision/pil not importable by $PY"; exit 77; }
-MPIEXEC=$(command -v mpiexec.mpich || command -v mpiexec) || { echo "SKIP: no mpiexec"; exit 77; }
-[[ -c /dev/fuse ]] && command -v fusermount3 >/dev/null || { echo "SKIP: /dev/fuse or fusermount3 missing"; exit 77; }
-T=$(mktemp -d "${TMPDIR:-/tmp}/clairfs-e2e.XXXXXX")
-launcher=""
-cleanup() {
-  [[ -n $launcher ]] && kill -TERM "$launcher" 2>/dev/null && wait "$launcher" 2>/dev/null
-  for m in "$T"/mnt*; do mountpoint -q "$m" 2>/dev/null && fusermount3 -u -z "$m"; done
-  rm -rf "$T"
-}
-trap cleanup EXIT
+source "$CLAIRFS_SRC/tests/dist/ranks_lib.sh" e2e
 
 $PY "$CLAIRFS_SRC/scripts/make_imagefolder.py" "$T/data" --classes 4 --per-class 24 --size 48 >/dev/null || exit 1
 "$BIN/clairfs-partition" pack "$T/data" "$T/packed" --partitions 4 >/dev/null || exit 1

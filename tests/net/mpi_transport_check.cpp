@@ -6,22 +6,11 @@
 #include <memory>
 #include <vector>
 
+#include "tests/net/expected_bytes.hpp"
 #include "fs/net/mpi_transport.hpp"
 
 using namespace clairfs;
 using namespace clairfs::fs;
-
-namespace {
-
-std::vector<char> Expected(int server, const PackRead& r) {
-  std::vector<char> v(r.length);
-  for (uint32_t i = 0; i < r.length; ++i) {
-    v[i] = static_cast<char>((server * 131 + r.partition * 31 + r.offset + i) & 0xff);
-  }
-  return v;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   auto t = MpiTransport::Init(&argc, &argv);
@@ -38,7 +27,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   Status st = mpi.Start([me](int, const PackRead& r) -> Result<std::vector<char>> {
-    return Expected(me, r);
+    return testing::ExpectedBytes(me, r);
   });
   if (!st.ok()) return 1;
   std::atomic<int> good{0}, bad{0};
@@ -52,7 +41,7 @@ int main(int argc, char** argv) {
     waits.push_back(p->get_future());
     mpi.Read(peer, read, SteadyClock::now() + std::chrono::seconds(30),
              [&, p, peer, read](Result<std::vector<char>> r) {
-               (r.ok() && *r == Expected(peer, read) ? good : bad)++;
+               (r.ok() && *r == testing::ExpectedBytes(peer, read) ? good : bad)++;
                p->set_value();
              });
   }

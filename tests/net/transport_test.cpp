@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/net/expected_bytes.hpp"
 #include "fs/net/loopback_transport.hpp"
 #include "fs/net/protocol.hpp"
 
@@ -18,14 +19,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// The bytes a server returns for a read: a function of the request alone.
-std::vector<char> Expected(int server, const PackRead& r) {
-  std::vector<char> v(r.length);
-  for (uint32_t i = 0; i < r.length; ++i) {
-    v[i] = static_cast<char>((server * 131 + r.partition * 31 + r.offset + i) & 0xff);
-  }
-  return v;
-}
 
 struct Cluster {
   explicit Cluster(int n) : fabric(std::make_shared<LoopbackFabric>(n)) {
@@ -34,7 +27,7 @@ struct Cluster {
       REQUIRE(ranks.back()
                   ->Start([r](int, const PackRead& read) -> Result<std::vector<char>> {
                     if (read.partition == 999) return Status::NotFound("no such partition");
-                    return Expected(r, read);
+                    return testing::ExpectedBytes(r, read);
                   })
                   .ok());
     }
@@ -97,7 +90,7 @@ TEST_CASE("many pipelined reads between four ranks return the right bytes", "[ne
         auto p = std::make_shared<std::promise<void>>();
         waits.push_back(p->get_future());
         c.ranks[r]->Read(peer, read, In(5000ms), [&, p, peer, read](Result<std::vector<char>> res) {
-          (res.ok() && *res == Expected(peer, read) ? ok : bad)++;
+          (res.ok() && *res == testing::ExpectedBytes(peer, read) ? ok : bad)++;
           p->set_value();
         });
       }
@@ -122,7 +115,7 @@ TEST_CASE("reordered delivery still matches replies to their reads", "[net]") {
     PackRead read{1, static_cast<uint64_t>(i), 64};
     auto res = ReadSync(*c.ranks[0], 1 + i % 2, read, In(5000ms));
     REQUIRE(res.ok());
-    CHECK(*res == Expected(1 + i % 2, read));
+    CHECK(*res == testing::ExpectedBytes(1 + i % 2, read));
   }
 }
 
@@ -167,7 +160,7 @@ TEST_CASE("malformed and unexpected messages are dropped without harm", "[net]")
   CHECK(c.ranks[0]->counters()->unknown_replies == 1);
   auto res = ReadSync(*c.ranks[0], 1, {2, 8, 16}, In(2000ms));
   REQUIRE(res.ok());
-  CHECK(*res == Expected(1, {2, 8, 16}));
+  CHECK(*res == testing::ExpectedBytes(1, {2, 8, 16}));
 }
 
 TEST_CASE("stopping completes outstanding reads with an error", "[net]") {
