@@ -18,6 +18,7 @@
 #include "fs/dist/cluster.hpp"
 #include "fs/dist/path_template.hpp"
 #include "fs/fuse/fuse_adapter.hpp"
+#include "fs/prefetch/open_watcher.hpp"
 #include "fs/prefetch/prefetch_engine.hpp"
 #include "fs/prefetch/prefetch_setup.hpp"
 #include "fs/store/pack_readahead.hpp"
@@ -96,11 +97,14 @@ int main(int argc, char** argv) {
   fs::SetLogLevel(config.log_level);
   const bool prefetch = config.prefetch_sampler != "none";
   if (prefetch && config.no_open) {
-    // The prefetcher tracks the ranks from their opens: every OPEN must reach
-    // the daemon (one round trip; reads still come from the page cache).
+    // The prefetcher tracks the ranks from their opens: until an OpenWatcher
+    // reports them (prefetch_opens: inotify), every OPEN must reach the daemon.
     config.no_open = false;
-    fs::Log(fs::LogLevel::kInfo, "prefetch_sampler " + config.prefetch_sampler +
-                                     ": no_open forced to false so that opens reach the daemon");
+    fs::Log(fs::LogLevel::kInfo,
+            "prefetch_sampler " + config.prefetch_sampler +
+                (config.prefetch_opens == "inotify"
+                     ? ": opens reach the daemon until the inotify watches are in place"
+                     : ": no_open forced to false so that opens reach the daemon"));
   }
   const std::string effective = fs::DescribeConfig(config);
   LogLines("config: ", effective);
@@ -150,6 +154,7 @@ int main(int argc, char** argv) {
   std::shared_ptr<const clairfs::prefetch::ReadOrder> order;
   fs::FusePageCachePusher pusher;
   std::unique_ptr<fs::PrefetchEngine> engine;
+  std::vector<uint8_t> in_dataset;  // by manifest node: a file the prefetcher plans for
   if (prefetch) {
     auto job = fs::BuildPrefetchJob(config, m, static_cast<uint64_t>(cluster.rank()),
                                     static_cast<uint64_t>(cluster.size()));
@@ -175,6 +180,7 @@ int main(int argc, char** argv) {
     eo.threads = config.prefetch_threads;
     eo.open_wait = std::chrono::milliseconds(config.prefetch_wait_ms);
     eo.sampler = config.prefetch_sampler;
+    in_dataset = job->in_dataset;
     engine = std::make_unique<fs::PrefetchEngine>(std::move(*planner), std::move(job->in_dataset),
                                                   manifest, &source, &cache, &stats, &pusher, eo);
     order = job->order;
@@ -184,7 +190,28 @@ int main(int argc, char** argv) {
   fs::Vfs vfs(manifest, &source, &cache, &stats, options);
   if (engine) engine->Start();
 
-  clairfs::Status st = fs::ServeFuse(&vfs, config, &pusher);
+  // Opens seen through inotify cost the training job no round trip; once the
+  // watches are in place the mount declines opens.
+  std::unique_ptr<fs::OpenWatcher> watcher;
+  std::function<void()> on_mounted;
+  if (engine && config.prefetch_opens == "inotify") {
+    on_mounted = [&] {
+      auto w = fs::OpenWatcher::Start(config.mount, manifest, in_dataset,
+                                      [e = engine.get()](uint32_t node) { e->OnOpenEvent(node); });
+      if (!w.ok()) {
+        fs::Log(fs::LogLevel::kWarn, "prefetch: opens keep reaching the daemon (a round trip "
+                                     "each): " + w.status().ToString());
+        return;
+      }
+      fs::Log(fs::LogLevel::kInfo, "prefetch: opens seen through inotify on " +
+                                       std::to_string((*w)->watches()) +
+                                       " directories; the mount declines opens");
+      watcher = std::move(*w);
+      vfs.DeclineOpens();
+    };
+  }
+  clairfs::Status st = fs::ServeFuse(&vfs, config, &pusher, std::move(on_mounted));
+  if (watcher) watcher->Stop();
   if (engine) engine->Stop();
   if (!st.ok()) fs::Log(fs::LogLevel::kError, st.ToString());
   // Unmounted: wait for the other ranks, which may still read from this one.

@@ -214,6 +214,13 @@ const std::vector<Setting>& Table() {
       {"prefetch_wait_ms", "ms an open waits for its in-flight prefetch, 0-60000 [2000]",
        [](Config* c, std::string_view v) { return ParseU32(v, 0, 60000, &c->prefetch_wait_ms); },
        [](const Config& c) { return std::to_string(c.prefetch_wait_ms); }},
+      {"prefetch_opens",
+       "how opens reach the prefetcher: inotify (no round trip) or fuse (OPEN requests) [inotify]",
+       [](Config* c, std::string_view v) {
+         c->prefetch_opens = v;
+         return v == "inotify" || v == "fuse";
+       },
+       [](const Config& c) { return c.prefetch_opens; }},
       {"log_level", "error, warn, info or debug [info]",
        [](Config* c, std::string_view v) { return ParseLogLevel(v, &c->log_level); },
        [](const Config& c) { return std::string(LogLevelName(c.log_level)); }},

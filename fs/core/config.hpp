@@ -74,6 +74,7 @@ struct Config {
   uint64_t prefetch_budget = 0;                 // bytes the prefetcher may hold; 0 = ram_cache
   uint32_t prefetch_threads = 2;                // fetch threads
   uint32_t prefetch_wait_ms = 2000;             // longest an open waits for its in-flight fetch
+  std::string prefetch_opens = "inotify";        // how the prefetcher sees opens: inotify or fuse
 
   // --- logging ---
   LogLevel log_level = LogLevel::kInfo;  // error, warn, info or debug

@@ -28,7 +28,7 @@ std::string StatsJson(const Stats& s, const CacheStats& c, double uptime_s) {
       "\"hits\": %llu, \"misses\": %llu, \"inserts\": %llu, \"evictions\": %llu, "
       "\"evicted_bytes\": %llu, \"rejected\": %llu},\n"
       "  \"requests\": {\"lookup\": %llu, \"getattr\": %llu, \"readdir\": %llu, "
-      "\"open\": %llu}\n"
+      "\"open\": %llu, \"read\": %llu}\n"
       "}\n",
       uptime_s, (unsigned long long)Get(s.ram_requests), (unsigned long long)Get(s.ram_bytes),
       (unsigned long long)Get(s.pack_requests), (unsigned long long)Get(s.pack_bytes),
@@ -40,7 +40,8 @@ std::string StatsJson(const Stats& s, const CacheStats& c, double uptime_s) {
       (unsigned long long)c.misses, (unsigned long long)c.inserts, (unsigned long long)c.evictions,
       (unsigned long long)c.evicted_bytes, (unsigned long long)c.rejected,
       (unsigned long long)Get(s.lookups), (unsigned long long)Get(s.getattrs),
-      (unsigned long long)Get(s.readdirs), (unsigned long long)Get(s.opens));
+      (unsigned long long)Get(s.readdirs), (unsigned long long)Get(s.opens),
+      (unsigned long long)Get(s.reads));
   return buf;
 }
 

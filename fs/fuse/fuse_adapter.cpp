@@ -26,7 +26,8 @@ std::string MountOptions(const Config& c) {
 
 }  // namespace
 
-Status ServeFuse(Vfs* vfs, const Config& config, FusePageCachePusher* pusher) {
+Status ServeFuse(Vfs* vfs, const Config& config, FusePageCachePusher* pusher,
+                 std::function<void()> on_mounted) {
   Session session{vfs, config, {}};
   const fuse_lowlevel_ops ops = MakeOps();
   const std::string opts = MountOptions(config);
@@ -74,6 +75,9 @@ Status ServeFuse(Vfs* vfs, const Config& config, FusePageCachePusher* pusher) {
       Log(LogLevel::kWarn, "read_ahead not applied: " + last.ToString());
     });
   }
+  // The mount answers as soon as the loop below runs.
+  std::thread hook;
+  if (on_mounted) hook = std::thread(std::move(on_mounted));
   fuse_loop_config* loop = fuse_loop_cfg_create();
   fuse_loop_cfg_set_clone_fd(loop, config.clone_fd ? 1 : 0);
   fuse_loop_cfg_set_max_threads(loop, config.threads);
@@ -86,7 +90,8 @@ Status ServeFuse(Vfs* vfs, const Config& config, FusePageCachePusher* pusher) {
   if (pusher != nullptr) pusher->Detach();
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
-  fuse_session_destroy(se);
+  fuse_session_destroy(se);  // closes the device: a call of the hook still waiting fails
+  if (hook.joinable()) hook.join();
   Log(LogLevel::kInfo, "unmounted " + config.mount);
   if (rc < 0) return Status::FromErrno(-rc, "FUSE session loop");
   return Status::Ok();

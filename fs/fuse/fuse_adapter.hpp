@@ -12,6 +12,8 @@
 // kernel stops asking, which takes a round trip off every close().
 #pragma once
 
+#include <functional>
+
 #include "fs/core/config.hpp"
 #include "fs/fuse/fuse_page_cache_pusher.hpp"
 #include "fs/vfs/vfs.hpp"
@@ -23,7 +25,11 @@ namespace clairfs::fs {
 // workers until SIGINT, SIGTERM or SIGHUP, or until someone unmounts it; then
 // unmounts. Returns an error when the session cannot be set up or mounted.
 // Blocks; call once per process (it installs signal handlers). `pusher`
-// (optional) is attached to the session while it is mounted.
-Status ServeFuse(Vfs* vfs, const Config& config, FusePageCachePusher* pusher = nullptr);
+// (optional) is attached to the session while it is mounted. `on_mounted`
+// (optional) runs on a thread of its own once the mount answers, so it may use
+// the mount; it is joined once the session is gone (which fails its calls
+// still waiting on the mount).
+Status ServeFuse(Vfs* vfs, const Config& config, FusePageCachePusher* pusher = nullptr,
+                 std::function<void()> on_mounted = {});
 
 }  // namespace clairfs::fs

@@ -28,10 +28,13 @@ Status FusePageCachePusher::Push(uint64_t ino, uint64_t offset, const ReadData& 
     b.fd = -1;
   }
   std::shared_lock<std::shared_mutex> lock(mu_);
-  if (session_ == nullptr) return Status::IOError("no FUSE session to push to", ENOTCONN);
+  if (session_ == nullptr) return Status::NotFound("no FUSE session yet");
   const int rc = fuse_lowlevel_notify_store(session_, ino, static_cast<off_t>(offset), bufv,
                                             static_cast<fuse_buf_copy_flags>(0));
-  if (rc == -ENOENT) return Status::NotFound("inode " + std::to_string(ino) + " not known");
+  // ENOSYS: the kernel's INIT has not been answered yet, so no inode is known.
+  if (rc == -ENOENT || rc == -ENOSYS) {
+    return Status::NotFound("inode " + std::to_string(ino) + " not known");
+  }
   if (rc < 0) return Status::FromErrno(-rc, "notify_store of inode " + std::to_string(ino));
   return Status::Ok();
 }

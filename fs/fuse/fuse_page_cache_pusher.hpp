@@ -3,9 +3,10 @@
 // so the application reads them without a READ request.
 //
 // ServeFuse attaches the session once it is mounted and detaches it before
-// the session is destroyed; Push without a session is IOError(ENOTCONN).
-// Push answers NotFound when the kernel does not know the inode (no lookup or
-// readdirplus has shown it yet, or it was forgotten).
+// the session is destroyed. Push answers NotFound when the kernel does not
+// know the inode (no lookup or readdirplus has shown it yet, or it was
+// forgotten), and so also when no session is attached: before the mount no
+// inode is known, and the caller keeps the bytes for a later try.
 //
 // Thread-safe: pushes share a reader lock; Attach/Detach take it exclusively,
 // so no push uses a session being destroyed. This header does not include

@@ -13,13 +13,20 @@
 // disabled or lost.
 //
 // An open of a file whose fetch is under way waits for it, at most
-// options.open_wait (the FUSE worker never blocks without bound). An open of
-// a held file whose push was refused pushes it then (the kernel knows the
-// inode once it opens it), before the open is answered.
+// options.open_wait (the FUSE worker never blocks without bound). Pushes the
+// kernel refused are tried again when it learns the inodes: a fetch thread
+// retries the held files of a directory listing shortly after the listing
+// (READDIRPLUS makes the inodes; a training framework lists its dataset
+// before it reads it), and an open of a held file still not pushed pushes it
+// before the open is answered.
 //
-// Thread-safety: thread-safe. Lock order: mu_ is taken with no other engine
-// lock held and is never held across a planner call, a file read or a push
-// (the planner, the cache and the pusher are thread-safe on their own).
+// Idle fetch threads sleep options.idle_poll at most; an open wakes one only
+// when the last plan stopped for want of room (an open may make some).
+//
+// Thread-safety: thread-safe. Lock order: plan_mu_, then mu_. mu_ is never
+// held across a planner call, a file read or a push; plan_mu_ only across
+// planner calls and drops (the planner, the cache and the pusher are
+// thread-safe on their own).
 // Start once, Stop (or the destructor) joins the threads.
 #pragma once
 
@@ -49,7 +56,7 @@ struct PrefetchEngineOptions {
   uint32_t threads = 2;                       // fetch threads
   std::chrono::milliseconds open_wait{2000};  // longest wait of an open for its fetch
   size_t fetches_per_plan = 4;                // files one thread takes from NextFetches at a time
-  std::chrono::milliseconds idle_poll{2};  // a thread with nothing to do sleeps this long at most
+  std::chrono::milliseconds idle_poll{20};  // a thread with nothing to do sleeps this long at most
   std::string sampler;                     // for stats.json only
 };
 
@@ -68,6 +75,10 @@ class PrefetchEngine final : public OpenObserver {
   void Stop();
 
   void OnOpen(uint32_t node) override;
+  // An open seen after the fact (OpenWatcher): as OnOpen, but the opener is
+  // not waiting for an answer, so nothing waits for an in-flight fetch.
+  void OnOpenEvent(uint32_t node);
+  void OnListed(uint32_t first, uint32_t end) override;
 
   // The "prefetch" section of stats.json (a JSON object; docs/fuse.md).
   std::string StatsJson() const;
@@ -81,7 +92,8 @@ class PrefetchEngine final : public OpenObserver {
     std::atomic<uint64_t> waits{0}, wait_ns{0}, wait_timeouts{0}, not_ready{0};
     std::atomic<uint64_t> fetched{0}, fetched_bytes{0}, fetch_failures{0}, evictions{0};
     std::atomic<uint64_t> pushes{0}, pushed_bytes{0}, push_unknown_inode{0}, push_errors{0};
-    std::atomic<uint64_t> late_pushes{0};  // refused at fetch, pushed at the file's open
+    std::atomic<uint64_t> listed_pushes{0};  // refused at fetch, pushed after a listing
+    std::atomic<uint64_t> late_pushes{0};    // refused at fetch, pushed at the file's open
     std::atomic<uint64_t> max_held_bytes{0};
   };
   const Counters& counters() const { return counters_; }
@@ -91,9 +103,20 @@ class PrefetchEngine final : public OpenObserver {
     ReadData data;
     bool pushed = false;
   };
+  void Observe(uint32_t node, bool answering);
   void Run(std::stop_token stop);
   void Fetch(prefetch::FileId file);
   void Drop(const std::vector<prefetch::FileId>& files);
+  // Pushes the held, unpushed files of listings that are due.
+  void RetryListed();
+  // Pushes `data` of `file`; true when the kernel took it.
+  bool PushHeld(prefetch::FileId file, const ReadData& data);
+
+  struct Listing {
+    uint32_t first, end;  // nodes [first, end)
+    std::chrono::steady_clock::time_point due;
+    int attempts_left;
+  };
 
   const std::unique_ptr<prefetch::Planner> planner_;
   const std::vector<uint8_t> in_dataset_;
@@ -102,12 +125,20 @@ class PrefetchEngine final : public OpenObserver {
   PageCachePusher* const pusher_;
   const PrefetchEngineOptions options_;
 
-  mutable std::mutex mu_;            // guards the three members below
+  // The planner frees room the moment it plans an eviction; the engine drops
+  // the file just after. plan_mu_ keeps a finished fetch from landing in
+  // between, so what the engine holds never exceeds the budget either. Taken
+  // before mu_, never inside a planner call.
+  std::mutex plan_mu_;
+  mutable std::mutex mu_;            // guards the five members below
   std::condition_variable done_cv_;  // a fetch finished (waiting opens)
   std::condition_variable work_cv_;  // an open moved the ranks (idle threads)
   std::unordered_map<prefetch::FileId, Held> held_;
   std::unordered_set<prefetch::FileId> fetching_;
   uint64_t held_bytes_ = 0;
+  uint64_t pushed_files_ = 0;      // held files whose bytes the kernel took
+  std::vector<Listing> listings_;  // listings whose refused pushes are to be retried
+  std::atomic<bool> wants_room_{false};  // the last plan stopped for want of room
 
   std::vector<std::jthread> threads_;
   Counters counters_;

@@ -43,6 +43,7 @@ std::string PrefetchEngine::StatsJson() const {
   push.Add("pushes", Get(c.pushes))
       .Add("bytes", Get(c.pushed_bytes))
       .Add("unknown_inode", Get(c.push_unknown_inode))
+      .Add("listed_pushes", Get(c.listed_pushes))
       .Add("late_pushes", Get(c.late_pushes))
       .Add("errors", Get(c.push_errors));
   Obj out;

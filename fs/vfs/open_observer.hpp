@@ -3,13 +3,18 @@
 //
 // OpenObserver: Vfs::Open calls OnOpen(node) for every dataset file (never
 // for directories or control files) before it replies, on the FUSE worker
-// thread; an implementation may wait, but only for a bounded time. Must be
-// thread-safe.
+// thread; an implementation may wait, but only for a bounded time.
+// Vfs::ReadDir calls OnListed(first, end) with the nodes of the entries it
+// handed out (children of one directory are consecutive nodes) before the
+// reply is sent: with READDIRPLUS the kernel makes inodes of them once it has
+// the reply, so pushes it refused until then may succeed a little later. Both
+// run on FUSE worker threads and must be thread-safe and quick.
 //
 // PageCachePusher: hands decoded bytes of a file to the kernel's page cache
 // (fs/fuse implements it with fuse_lowlevel_notify_store). Push returns
-// NotFound when the kernel does not know the inode yet (no lookup so far),
-// Unavailable-like IOError when no session is attached. Must be thread-safe.
+// NotFound when the kernel does not know the inode yet (no lookup so far, or
+// no session attached), another error when the kernel refused the bytes.
+// Must be thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +29,11 @@ class OpenObserver {
   virtual ~OpenObserver() = default;
   // `node` is the manifest node index of the opened file (inode - 1).
   virtual void OnOpen(uint32_t node) = 0;
+  // Nodes [first, end) were listed to the kernel.
+  virtual void OnListed(uint32_t first, uint32_t end) {
+    (void)first;
+    (void)end;
+  }
 };
 
 class PageCachePusher {

@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 
 namespace clairfs::fs {
 namespace {
@@ -18,6 +20,7 @@ Vfs::Vfs(std::shared_ptr<const format::Manifest> manifest, PayloadSource* source
       stats_(stats),
       cache_(cache),
       options_(std::move(options)),
+      decline_open_(options_.decline_open),
       reader_(manifest_, source, cache, stats),
       control_(
           uint64_t{manifest_->node_count()} + 1,
@@ -151,6 +154,7 @@ Status Vfs::ReadDir(uint64_t ino, uint64_t offset, const DirEmit& emit) {
   const uint32_t dir = static_cast<uint32_t>(ino - 1);
   const uint64_t count = uint64_t{manifest_->ChildCount(dir)} + 2;
   const uint32_t first = manifest_->FirstChild(dir);
+  uint32_t listed_first = UINT32_MAX, listed_end = 0;
   for (uint64_t i = offset; i < count; ++i) {
     bool more;
     if (i == 0) {
@@ -160,8 +164,15 @@ Status Vfs::ReadDir(uint64_t ino, uint64_t offset, const DirEmit& emit) {
     } else {
       const uint32_t child = first + static_cast<uint32_t>(i - 2);
       more = emit(manifest_->name(child), NodeAttr(child), i + 1);
+      if (more) {
+        listed_first = std::min(listed_first, child);
+        listed_end = child + 1;
+      }
     }
     if (!more) break;
+  }
+  if (options_.open_observer != nullptr && listed_first < listed_end) {
+    options_.open_observer->OnListed(listed_first, listed_end);
   }
   return Status::Ok();
 }
@@ -180,11 +191,12 @@ Result<OpenReply> Vfs::Open(uint64_t ino, int flags) {
   if (manifest_->IsDirectory(static_cast<uint32_t>(ino - 1))) {
     return Status::IOError("is a directory", EISDIR);
   }
-  if (options_.open_observer != nullptr) {
+  OpenReply reply;
+  reply.decline = decline_open_.load(std::memory_order_relaxed);
+  // A declined open is seen by whoever made the Vfs decline (an OpenWatcher).
+  if (options_.open_observer != nullptr && !reply.decline) {
     options_.open_observer->OnOpen(static_cast<uint32_t>(ino - 1));
   }
-  OpenReply reply;
-  reply.decline = options_.decline_open;
   return reply;
 }
 
@@ -205,6 +217,7 @@ Result<ReadData> Vfs::Read(uint64_t ino, uint64_t offset, size_t size) {
   if (!IsNode(ino)) return NoEntry(ino);
   const uint32_t node = static_cast<uint32_t>(ino - 1);
   if (manifest_->IsDirectory(node)) return Status::IOError("is a directory", EISDIR);
+  Stats::Add(stats_->reads, 1);
   return reader_.Read(node, offset, size);
 }
 

@@ -8,6 +8,7 @@
 // thread-safe. The FUSE adapter (fs/fuse) is a thin shell over this class.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -60,7 +61,8 @@ struct VfsOptions {
   // More top-level sections of stats.json: name -> JSON value, called per snapshot.
   std::vector<std::pair<std::string, std::function<std::string()>>> stats_sections;
   // Told of every dataset-file open (not owned; null = nobody). Only opens the
-  // daemon answers are seen: set decline_open false when it matters.
+  // daemon answers are seen: set decline_open false when it matters, or have
+  // an OpenWatcher report them and call DeclineOpens once it runs.
   OpenObserver* open_observer = nullptr;
 };
 
@@ -86,6 +88,9 @@ class Vfs {
   // Sets the open observer after construction (the prefetcher is built after
   // the Vfs); call before serving.
   void SetOpenObserver(OpenObserver* observer) { options_.open_observer = observer; }
+  // From now on opens are declined (see OpenReply::decline); the kernel stops
+  // sending them after the first one. Any thread, any time.
+  void DeclineOpens() { decline_open_.store(true, std::memory_order_relaxed); }
 
  private:
   bool IsNode(uint64_t ino) const { return ino >= 1 && ino <= manifest_->node_count(); }
@@ -98,6 +103,7 @@ class Vfs {
   Stats* const stats_;
   RamCache* const cache_;
   VfsOptions options_;  // open_observer set once before serving, then read-only
+  std::atomic<bool> decline_open_;
   FileReader reader_;
   ControlFiles control_;
   std::vector<uint32_t> subdirs_;  // per node: child directories (for nlink)

@@ -68,6 +68,10 @@ struct OpenResult {
 struct FetchPlan {
   std::vector<FileId> fetch;  // fetch these, soonest use first (bytes already reserved)
   std::vector<FileId> evict;  // drop these from RAM (already no longer counted)
+  // The scan stopped at a file no resident file could make room for: opens
+  // (which move next uses later) may change that. False when it stopped at
+  // `max` or at the end of what is predicted.
+  bool room_bound = false;
 };
 
 struct Admission {

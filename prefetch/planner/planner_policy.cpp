@@ -35,6 +35,7 @@ FetchPlan Planner::NextFetches(size_t max) {
     if (!resident_.PickVictims(size, t, &victims)) {
       uint64_t min_head = *std::min_element(head_.begin(), head_.end());
       if (t / shape_.ranks < min_head + shape_.loader_steps) ++stats_.short_budget_stops;
+      plan.room_bound = true;
       break;
     }
     for (FileId v : victims) {

@@ -3,13 +3,17 @@
 #include "fs/prefetch/prefetch_engine.hpp"
 
 #include <fcntl.h>
+#include <stdlib.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <thread>
 
 #include "fs/cache/cache_policy.hpp"
+#include "fs/prefetch/open_watcher.hpp"
 #include "fs/prefetch/prefetch_setup.hpp"
 #include "fs/store/memory_pack_store.hpp"
 #include "fs/vfs/vfs.hpp"
@@ -221,6 +225,109 @@ TEST_CASE("opens outside the prediction are deviations and still served", "[pref
   const uint64_t before = f.engine->counters().opens.load();
   REQUIRE(f.vfs->Open(uint64_t{*other} + 1, O_RDONLY).ok());
   CHECK(f.engine->counters().opens.load() == before);
+}
+
+TEST_CASE("pushes refused before a listing are retried once the kernel has the inodes",
+          "[prefetch_engine]") {
+  Fixture f(1 << 20);
+  for (uint32_t n = 0; n < f.manifest->node_count(); ++n) f.pusher.unknown.insert(n + 1);
+  f.engine->Start();
+  f.WaitFetched(40);
+  const auto& c = f.engine->counters();
+  REQUIRE(c.pushes.load() == 0);
+  // The kernel learns the inodes of train/c2 from a READDIRPLUS reply.
+  auto dir = f.manifest->Resolve("train/c2");
+  REQUIRE(dir.ok());
+  {
+    std::lock_guard<std::mutex> lock(f.pusher.mu);
+    f.pusher.unknown.clear();
+  }
+  REQUIRE(f.vfs->ReadDir(uint64_t{*dir} + 1, 0, [](std::string_view, const Attr&, uint64_t) {
+    return true;
+  }).ok());
+  for (int i = 0; i < 200 && c.listed_pushes.load() < 10; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(c.listed_pushes.load() == 10);  // exactly the ten files of train/c2
+  std::lock_guard<std::mutex> lock(f.pusher.mu);
+  for (int i = 0; i < 10; ++i) {
+    const std::string path = "train/c2/i" + std::to_string(i) + ".jpg";
+    auto n = f.manifest->Resolve(path);
+    REQUIRE(n.ok());
+    const auto& want = f.dataset.contents.at(path);
+    REQUIRE(f.pusher.pushed.count(uint64_t{*n} + 1) == 1);
+    CHECK(f.pusher.pushed.at(uint64_t{*n} + 1) == std::string(want.begin(), want.end()));
+  }
+  CHECK(f.pusher.pushed.size() == 10);
+}
+
+TEST_CASE("the open watcher reports opens of dataset files in order, by any process",
+          "[prefetch_engine]") {
+  Fixture f(1 << 20);
+  char tmpl[] = "/tmp/clairfs-watch.XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::filesystem::path root(tmpl);
+  for (const auto& [path, bytes] : f.dataset.contents) {
+    std::filesystem::create_directories((root / path).parent_path());
+    std::ofstream(root / path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  }
+  std::mutex mu;
+  std::vector<uint32_t> seen;
+  auto w = OpenWatcher::Start(root.string(), f.manifest, f.job.in_dataset, [&](uint32_t node) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.push_back(node);
+  });
+  REQUIRE(w.ok());
+  CHECK((*w)->watches() == 4);  // train/c0..c3; other.txt is not in the dataset
+  std::vector<uint32_t> want;
+  for (const char* path : {"train/c3/i1.jpg", "other.txt", "train/c0/i9.jpg", "train/c3/i1.jpg"}) {
+    std::ifstream in(root / path, std::ios::binary);
+    REQUIRE(in.good());
+    if (std::string(path) != "other.txt") want.push_back(*f.manifest->Resolve(path));
+  }
+  // Another process's open counts as well.
+  REQUIRE(std::system(("cat " + (root / "train/c2/i5.jpg").string() + " >/dev/null").c_str()) == 0);
+  want.push_back(*f.manifest->Resolve("train/c2/i5.jpg"));
+  for (int i = 0; i < 200 && (*w)->events() < want.size(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  (*w)->Stop();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    CHECK(seen == want);
+  }
+  CHECK((*w)->overflows() == 0);
+  // A directory that is not there is named in the error.
+  std::filesystem::remove_all(root / "train/c1");
+  auto bad = OpenWatcher::Start(root.string(), f.manifest, f.job.in_dataset, [](uint32_t) {});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("train/c1") != std::string::npos);
+  std::filesystem::remove_all(root);
+}
+
+TEST_CASE("opens reported after the fact count like answered ones", "[prefetch_engine]") {
+  Fixture f(1 << 20);
+  f.engine->Start();
+  f.WaitFetched(40);
+  auto r0 = f.job.order->Paths(0, 0);
+  REQUIRE(r0.ok());
+  for (const auto& p : *r0) f.engine->OnOpenEvent(*f.manifest->Resolve("train/" + p));
+  const auto& c = f.engine->counters();
+  CHECK(c.opens.load() == r0->size());
+  CHECK(c.ready.load() == r0->size());
+  CHECK(f.engine->PlannerStats().deviations == 0);
+  // The Vfs declines opens from now on, and counts the READs that reach it.
+  auto n = f.manifest->Resolve("train/" + r0->front());
+  auto before = f.vfs->Open(uint64_t{*n} + 1, O_RDONLY);
+  REQUIRE(before.ok());
+  CHECK_FALSE(before->decline);
+  f.vfs->DeclineOpens();
+  auto after = f.vfs->Open(uint64_t{*n} + 1, O_RDONLY);
+  REQUIRE(after.ok());
+  CHECK(after->decline);
+  REQUIRE(f.vfs->Read(uint64_t{*n} + 1, 0, 4096).ok());
+  CHECK(f.stats.reads.load() == 1);
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 # Checks: every byte right; after the first loader window >= 99% of opens
 # found their file ready; the prefetcher's RAM never exceeded its budget; a
 # reader with another seed still reads correct bytes and shows deviations.
+# Opens reach the prefetcher through inotify (the default; the mount declines
+# them), then once more through OPEN requests (prefetch_opens: fuse).
 source "${CLAIRFS_SRC:?}/tests/fs/fuse_lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 
@@ -33,11 +35,19 @@ PYEOF
 pack "$WORK/src" "$WORK/out" --partitions 2
 
 BUDGET=$((4 * 1024 * 1024))
-mount_dataset "$WORK/out" "$WORK/mnt" "$WORK/daemon.log" --ram-cache 64M \
-  --prefetch-sampler torch-distributed --prefetch-root train --prefetch-seed 5 \
-  --prefetch-epochs 2 --prefetch-world-size 2 --prefetch-workers 2 --prefetch-batch-size 8 \
-  --prefetch-budget "$BUDGET" --prefetch-threads 2
-grep -q 'no_open forced to false' "$WORK/daemon.log" || { cat "$WORK/daemon.log"; fail "no_open not forced"; }
+PREFETCH_ARGS=(--ram-cache 64M
+  --prefetch-sampler torch-distributed --prefetch-root train --prefetch-seed 5
+  --prefetch-epochs 2 --prefetch-world-size 2 --prefetch-workers 2 --prefetch-batch-size 8
+  --prefetch-budget "$BUDGET" --prefetch-threads 2)
+wait_log() {  # wait_log LOG PATTERN: the daemon logged PATTERN within 5 s
+  local i
+  for i in $(seq 1 50); do grep -q "$2" "$1" && return 0; sleep 0.1; done
+  cat "$1"
+  fail "the daemon did not log: $2"
+}
+# Default: opens reach the prefetcher through inotify, the mount declines them.
+mount_dataset "$WORK/out" "$WORK/mnt" "$WORK/daemon.log" "${PREFETCH_ARGS[@]}"
+wait_log "$WORK/daemon.log" "opens seen through inotify on 8 directories"
 grep -q 'local ranks \[0,1\]' "$WORK/daemon.log" || { cat "$WORK/daemon.log"; fail "local ranks not 0,1"; }
 
 # Budget sampler: stats.json every 50 ms while the readers run.
@@ -45,11 +55,12 @@ grep -q 'local ranks \[0,1\]' "$WORK/daemon.log" || { cat "$WORK/daemon.log"; fa
     echo '@@' >>"$WORK/samples"; sleep 0.05; done ) &
 SAMPLER=$!
 
-replay() {  # replay SEED TAG
+MNT=$WORK/mnt
+replay() {  # replay SEED TAG: both ranks read $MNT
   local r pids=()
   mkdir -p "$WORK/barrier.$2"
   for r in 0 1; do
-    "$PY" "$HERE/replay_reader.py" "$WORK/mnt/train" "$WORK/src/train" --rank $r --world 2 \
+    "$PY" "$HERE/replay_reader.py" "$MNT/train" "$WORK/src/train" --rank $r --world 2 \
       --seed "$1" --epochs 2 --workers 2 --batch 8 --interval 0.02 \
       --barrier "$WORK/barrier.$2" --out "$WORK/$2.$r.json" &
     pids+=($!)
@@ -104,5 +115,26 @@ for chunk in open(work + "/samples").read().split("@@"):
     n += 1
     assert p["used_bytes"] <= budget and p["held_bytes"] <= budget, p
 print("budget held in %d samples" % n)
+PYEOF
+
+# The same exact run with opens answered by the daemon (prefetch_opens: fuse):
+# every open is an OPEN request, and the prefetcher sees each one before it
+# is answered.
+fusermount3 -u "$WORK/mnt"
+wait "$DAEMON_PID" || fail "clairfsd did not exit cleanly"
+mount_dataset "$WORK/out" "$WORK/mnt-fuse" "$WORK/daemon-fuse.log" "${PREFETCH_ARGS[@]}" \
+  --prefetch-opens fuse
+wait_log "$WORK/daemon-fuse.log" "no_open forced to false"
+MNT=$WORK/mnt-fuse
+replay 5 fuse
+cp "$WORK/mnt-fuse/.clairfs/stats.json" "$WORK/stats.fuse.json"
+"$PY" - "$WORK/stats.fuse.json" <<'PYEOF' || { cat "$WORK/stats.fuse.json"; fail "fuse-opens check failed"; }
+import json, sys
+s = json.load(open(sys.argv[1]))
+e, requests = s["prefetch"], s["requests"]
+window = 2 * 2 * 2 * 8
+print("fuse opens: OPEN requests %d, opens %d, ready %d" % (requests["open"], e["opens"], e["ready"]))
+assert requests["open"] >= 640 and e["opens"] == 640, (requests, e)
+assert e["opens"] - e["ready"] <= 0.01 * (e["opens"] - window), e
 PYEOF
 echo "PASS: prefetch through the mount"
