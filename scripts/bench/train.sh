@@ -55,13 +55,16 @@ launcher=$!
 "$BIN/clairfs-wait" "$W/mnt0" "$W/mnt1" --quiet --timeout 120 || { cat "$W/log"; exit 1; }
 train clairfs "$W/mnt{rank}/train"
 cp "$W/mnt0/.clairfs/stats.json" "$W/stats0.json"
+cp "$W/mnt1/.clairfs/stats.json" "$W/stats1.json"
 stop_ranks
 
 $PY - "$W" "$nfiles" "$PFS_DESC" "${json:-}" <<'PY'
 import json, sys
 w, n, desc, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 runs = {k: json.load(open("%s/%s.json" % (w, k)))["epochs"] for k in ("noio", "direct", "clairfs")}
-p = json.load(open(w + "/stats0.json")).get("prefetch", {})
+stats = [json.load(open("%s/stats%d.json" % (w, r))) for r in (0, 1)]
+p = stats[0].get("prefetch", {})
+reads = sum(s["requests"]["read"] for s in stats)  # READs that missed the page cache
 print("Setting: scripts/train.py, 2 ranks x 2 DataLoader workers, batch 32, %d JPEG files "
       "(%s); caches dropped before each run." % (n, desc))
 print()
@@ -70,10 +73,20 @@ print("| --- | --- | --- | --- | --- | --- |")
 for e in range(len(runs["noio"])):
     a, b, c = (runs[k][e]["seconds"] for k in ("noio", "direct", "clairfs"))
     print("| %d | %.2f | %.2f | %.2f | %.2fx | %.2fx |" % (e, a, b, c, c / a, b / c))
+later = range(1, len(runs["noio"]))
+if later:
+    noio = sum(runs["noio"][e]["seconds"] for e in later)
+    cf = sum(runs["clairfs"][e]["seconds"] for e in later)
+    print()
+    print("Epochs 1-%d together: clairfs / no I/O = %.3fx." % (len(runs["noio"]) - 1, cf / noio))
 if p:
     print()
-    print("Prefetcher on rank 0: %d of %d opens found their file ready, %d stalls."
-          % (p.get("ready", 0), p.get("opens", 0), p.get("stalls", 0)))
+    print("Prefetcher on rank 0: %d of %d opens found their file ready (%d in the page cache), "
+          "%d stalls. READ requests that reached the daemons (page cache misses): %d, for %d "
+          "samples read." % (p.get("ready", 0), p.get("opens", 0),
+                             p.get("open_hits", {}).get("page_cache", 0), p.get("stalls", 0),
+                             reads, n * len(runs["noio"])))
 if out:
-    json.dump({"files": n, "throttle": desc, "runs": runs, "prefetch_rank0": p}, open(out, "w"), indent=1)
+    json.dump({"files": n, "throttle": desc, "runs": runs, "prefetch_rank0": p,
+               "daemon_reads": reads}, open(out, "w"), indent=1)
 PY
