@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "fs/core/log.hpp"
+#include "fs/core/thread_name.hpp"
 #include "partitioner/format/checksum.hpp"
 #include "partitioner/format/pack_file.hpp"
 
@@ -45,7 +46,12 @@ void Stager::Start() {
   std::filesystem::create_directories(local_dir_, ec);
   const unsigned n = static_cast<unsigned>(std::min<size_t>(threads_, std::max<size_t>(partitions_.size(), 1)));
   running_ = n;
-  for (unsigned i = 0; i < n; ++i) workers_.emplace_back([this] { Worker(); });
+  for (unsigned i = 0; i < n; ++i) {
+    workers_.emplace_back([this] {
+      NameThread("clairfs-stage");
+      Worker();
+    });
+  }
 }
 
 void Stager::Wait() {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "fs/core/thread_name.hpp"
+
 namespace clairfs::fs {
 
 Endpoint::Endpoint(int rank, int size, Transport::ServeFn serve, int server_threads,
@@ -13,7 +15,12 @@ Endpoint::Endpoint(int rank, int size, Transport::ServeFn serve, int server_thre
       max_queued_(max_queued_requests),
       out_requests_(size),
       out_replies_(size) {
-  for (int i = 0; i < server_threads; ++i) servers_.emplace_back([this] { ServerLoop(); });
+  for (int i = 0; i < server_threads; ++i) {
+    servers_.emplace_back([this] {
+      NameThread("clairfs-serve");
+      ServerLoop();
+    });
+  }
 }
 
 Endpoint::~Endpoint() { Stop(); }
@@ -80,8 +87,8 @@ void Endpoint::Deliver(int peer, MessageKind kind, const char* data, size_t size
         continue;
       }
       jobs_.push_back({peer, r});
+      job_cv_.notify_one();  // one server thread per request, not all of them
     }
-    job_cv_.notify_all();
     out_cv_.notify_one();
     return;
   }

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <list>
 
+#include "fs/core/thread_name.hpp"
+
 namespace clairfs::fs {
 namespace {
 
@@ -65,7 +67,10 @@ Status MpiTransport::Broadcast(std::vector<char>* bytes, int root) {
 
 Status MpiTransport::Start(ServeFn serve) {
   endpoint_ = std::make_unique<Endpoint>(rank_, size_, std::move(serve), server_threads_);
-  progress_ = std::thread([this] { Progress(); });
+  progress_ = std::thread([this] {
+    NameThread("clairfs-mpi");
+    Progress();
+  });
   return Status::Ok();
 }
 

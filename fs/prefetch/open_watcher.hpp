@@ -6,8 +6,9 @@
 // to learn of opens, not to answer them: an inotify IN_OPEN watch on each
 // mounted directory that holds dataset files has the kernel queue one event per
 // open (by any process) while the opener goes on at once. A thread reads the
-// events in batches and reports the manifest node of each opened file, in the
-// order of the opens. The mount can then decline opens (Vfs::DeclineOpens).
+// events in batches (it waits 10 ms after each, so it wakes once per batch, not
+// per open) and reports the manifest node of each opened file, in the order
+// of the opens. The mount can then decline opens (Vfs::DeclineOpens).
 //
 // Watches are added through the mount, so the daemon must already answer it
 // (call Start from a thread other than the FUSE workers, after mounting). If

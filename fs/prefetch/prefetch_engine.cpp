@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "fs/core/log.hpp"
+#include "fs/core/thread_name.hpp"
 
 namespace clairfs::fs {
 
@@ -31,7 +32,10 @@ PrefetchEngine::~PrefetchEngine() { Stop(); }
 
 void PrefetchEngine::Start() {
   for (uint32_t i = 0; i < options_.threads; ++i) {
-    threads_.emplace_back([this](std::stop_token stop) { Run(stop); });
+    threads_.emplace_back([this](std::stop_token stop) {
+      NameThread("clairfs-fetch");
+      Run(stop);
+    });
   }
 }
 
