@@ -46,9 +46,9 @@ run "Multi-node, 128 KiB files" scripts/bench/dist.sh --files 4000 --kib 128
 run "Multi-node, 16 KiB files" scripts/bench/dist.sh --files 8000 --kib 16
 run "Prefetch" env BENCH_DIR="$raw/prefetch" scripts/bench/prefetch.sh
 run "End to end: the training script, 500 IOPS" scripts/bench/train.sh --per-class 512 --epochs 4 \
-  --iops 500 --json "$raw/train-500.json"
+  --iops 500 --rounds 3 --json "$raw/train-500.json"
 run "End to end: the training script, 200 IOPS" scripts/bench/train.sh --per-class 512 --epochs 4 \
-  --iops 200 --json "$raw/train-200.json"
+  --iops 200 --rounds 3 --json "$raw/train-200.json"
 ((with_fuse)) && run "Single-node mount" env BENCH_DIR="$raw/fuse" scripts/bench/fuse.sh
 mv "$out.tmp" "$out"
 

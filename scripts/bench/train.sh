@@ -2,24 +2,28 @@
 # The end-to-end row: the unmodified training script (scripts/train.py, 2 ranks,
 # DistributedSampler, 2 DataLoader workers each) with its dataset on a
 # throttled stand-in for a shared file system (scripts/bench/throttle.sh), in
-# three ways, caches dropped before each:
+# three ways, caches dropped before each, the three runs repeated --rounds times
+# (each epoch's time is the median over the rounds; the machine is noisy):
 #   direct   reading the JPEG tree on the stand-in
 #   clairfs  through 2 clairfsd ranks whose packs are on the stand-in (staged to
 #            local disk in the background), prefetcher told the job's settings
 #   no I/O   every file read into memory before the clock starts (--preload)
 # Writes a markdown table to stdout and a JSON with every epoch (--json FILE).
 #
-# usage: scripts/bench/train.sh [--per-class N] [--epochs E] [--mbps M] [--iops I] [--json FILE]
+# usage: scripts/bench/train.sh [--per-class N] [--epochs E] [--mbps M] [--iops I] [--rounds R]
+#                               [--json FILE]
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$repo/${BUILD_DIR:-build}/bin
 PY=/usr/bin/python3
-per_class=256 epochs=3 mbps=50 iops=500 json=""
+per_class=256 epochs=3 mbps=50 iops=500 rounds=1 json=""
 while (($#)); do
   case $1 in
     --per-class) per_class=$2; shift 2 ;; --epochs) epochs=$2; shift 2 ;;
     --mbps) mbps=$2; shift 2 ;; --iops) iops=$2; shift 2 ;; --json) json=$2; shift 2 ;;
-    *) echo "usage: $0 [--per-class N] [--epochs E] [--mbps M] [--iops I] [--json FILE]" >&2; exit 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    *) echo "usage: $0 [--per-class N] [--epochs E] [--mbps M] [--iops I] [--rounds R] [--json FILE]" >&2
+       exit 2 ;;
   esac
 done
 source "$repo/scripts/bench/throttle.sh"
@@ -35,9 +39,6 @@ train() {  # train NAME DATA [extra args]
   "$repo/scripts/run_ranks.sh" 2 $PY "$repo/scripts/train.py" --data "$data" --epochs "$epochs" \
     --workers 2 --batch-size 32 --seed 1 --report "$W/$name.json" "$@" >&2
 }
-drop_caches; train noio "$PFS_MNT/data/train" --preload
-drop_caches; train direct "$PFS_MNT/data/train"
-drop_caches
 cat >"$W/clairfs.yaml" <<YAML
 prefetch_sampler: torch-distributed
 prefetch_root: train
@@ -49,24 +50,37 @@ prefetch_batch_size: 32
 prefetch_workers: 2
 ram_cache: 512M
 YAML
-"$MPIEXEC" -n 2 "$BIN/clairfsd" --config "$W/clairfs.yaml" --dataset "$PFS_MNT/packed" \
-  --mount "$W/mnt{rank}" --local-dir "$W/ssd{rank}" >"$W/log" 2>&1 &
-launcher=$!
-"$BIN/clairfs-wait" "$W/mnt0" "$W/mnt1" --quiet --timeout 120 || { cat "$W/log"; exit 1; }
-train clairfs "$W/mnt{rank}/train"
-cp "$W/mnt0/.clairfs/stats.json" "$W/stats0.json"
-cp "$W/mnt1/.clairfs/stats.json" "$W/stats1.json"
-stop_ranks
+for ((round = 1; round <= rounds; round++)); do
+  echo "train.sh: round $round of $rounds" >&2
+  drop_caches; train "noio.$round" "$PFS_MNT/data/train" --preload
+  drop_caches; train "direct.$round" "$PFS_MNT/data/train"
+  drop_caches
+  rm -rf "$W/ssd0" "$W/ssd1"  # every round stages from the stand-in again
+  "$MPIEXEC" -n 2 "$BIN/clairfsd" --config "$W/clairfs.yaml" --dataset "$PFS_MNT/packed" \
+    --mount "$W/mnt{rank}" --local-dir "$W/ssd{rank}" >"$W/log" 2>&1 &
+  launcher=$!
+  "$BIN/clairfs-wait" "$W/mnt0" "$W/mnt1" --quiet --timeout 120 || { cat "$W/log"; exit 1; }
+  train "clairfs.$round" "$W/mnt{rank}/train"
+  cp "$W/mnt0/.clairfs/stats.json" "$W/stats0.json"
+  cp "$W/mnt1/.clairfs/stats.json" "$W/stats1.json"
+  stop_ranks
+done
 
-$PY - "$W" "$nfiles" "$PFS_DESC" "${json:-}" <<'PY'
-import json, sys
-w, n, desc, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-runs = {k: json.load(open("%s/%s.json" % (w, k)))["epochs"] for k in ("noio", "direct", "clairfs")}
+$PY - "$W" "$nfiles" "$PFS_DESC" "${json:-}" "$rounds" <<'PY'
+import json, statistics, sys
+w, n, desc, out, rounds = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
+keys = ("noio", "direct", "clairfs")
+by_round = {k: [json.load(open("%s/%s.%d.json" % (w, k, r)))["epochs"] for r in range(1, rounds + 1)]
+            for k in keys}
+# Each epoch's time: the median over the rounds.
+runs = {k: [{"epoch": e, "seconds": statistics.median(rr[e]["seconds"] for rr in by_round[k])}
+            for e in range(len(by_round[k][0]))] for k in keys}
 stats = [json.load(open("%s/stats%d.json" % (w, r))) for r in (0, 1)]
 p = stats[0].get("prefetch", {})
 reads = sum(s["requests"]["read"] for s in stats)  # READs that missed the page cache
 print("Setting: scripts/train.py, 2 ranks x 2 DataLoader workers, batch 32, %d JPEG files "
-      "(%s); caches dropped before each run." % (n, desc))
+      "(%s); caches dropped before each run; %d round(s) of the three runs, each epoch the "
+      "median over the rounds." % (n, desc, rounds))
 print()
 print("| epoch | no I/O (s) | direct (s) | clairfs (s) | clairfs / no I/O | direct / clairfs |")
 print("| --- | --- | --- | --- | --- | --- |")
@@ -78,15 +92,20 @@ if later:
     noio = sum(runs["noio"][e]["seconds"] for e in later)
     cf = sum(runs["clairfs"][e]["seconds"] for e in later)
     print()
-    print("Epochs 1-%d together: clairfs / no I/O = %.3fx." % (len(runs["noio"]) - 1, cf / noio))
+    per_round = ["%.3f" % (sum(by_round["clairfs"][r][e]["seconds"] for e in later) /
+                           sum(by_round["noio"][r][e]["seconds"] for e in later))
+                 for r in range(rounds)]
+    print("Epochs 1-%d together: clairfs / no I/O = %.3fx (medians); by round: %s."
+          % (len(runs["noio"]) - 1, cf / noio, ", ".join(per_round)))
 if p:
     print()
-    print("Prefetcher on rank 0: %d of %d opens found their file ready (%d in the page cache), "
+    print("Prefetcher on rank 0 (last round): %d of %d opens found their file ready (%d in the page cache), "
           "%d stalls. READ requests that reached the daemons (page cache misses): %d, for %d "
           "samples read." % (p.get("ready", 0), p.get("opens", 0),
                              p.get("open_hits", {}).get("page_cache", 0), p.get("stalls", 0),
                              reads, n * len(runs["noio"])))
 if out:
-    json.dump({"files": n, "throttle": desc, "runs": runs, "prefetch_rank0": p,
-               "daemon_reads": reads}, open(out, "w"), indent=1)
+    json.dump({"files": n, "throttle": desc, "rounds": rounds, "runs": runs,
+               "by_round": by_round, "prefetch_rank0": p, "daemon_reads": reads},
+              open(out, "w"), indent=1)
 PY
