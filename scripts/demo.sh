@@ -126,10 +126,14 @@ for r in range(ranks):
     elif p:
         print("rank %d prefetcher: no training rank on this node, reactive cache only" % r)
 for r, p in prefetch:
+    pc = p["page_cache"]
+    reads = json.load(open("%s/stats%d.json" % (work, r)))["requests"]["read"]
     print("rank %d prefetcher: %d opens, %d found their file ready (%.1f%%), %d stalls, "
-          "%d files pushed into the page cache, %d deviations"
-          % (r, p["opens"], p["ready"], 100.0 * p["ready"] / p["opens"], p["stalls"],
-             p["page_cache"]["pushes"], p["deviations"]))
+          "%d deviations; %d files pushed into the page cache (%d when fetched, %d after the "
+          "job listed their directory, %d at their open); %d READ requests reached the daemon"
+          % (r, p["opens"], p["ready"], 100.0 * p["ready"] / max(1, p["opens"]), p["stalls"],
+             p["deviations"], pc["pushes"] + pc["listed_pushes"] + pc["late_pushes"],
+             pc["pushes"], pc["listed_pushes"], pc["late_pushes"], reads))
 print("(ram cache / local pack: file blocks served by each daemon from RAM or decoded from packs; "
       "from/to peers: pack reads over MPI; fallback: reads of the dataset directory)")
 print()
