@@ -3,6 +3,7 @@
 // Exit status: 0 after a clean unmount, 1 on a runtime error, 2 on bad usage.
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -155,6 +156,11 @@ int main(int argc, char** argv) {
   fs::FusePageCachePusher pusher;
   std::unique_ptr<fs::PrefetchEngine> engine;
   std::vector<uint8_t> in_dataset;  // by manifest node: a file the prefetcher plans for
+  // Opens seen through inotify cost the training job no round trip; once the
+  // watches are in place the mount declines opens. Declared after the engine
+  // it reports to, so it stops first.
+  std::unique_ptr<fs::OpenWatcher> watcher;
+  std::atomic<const fs::OpenWatcher*> live_watcher{nullptr};  // for stats.json
   if (prefetch) {
     auto job = fs::BuildPrefetchJob(config, m, static_cast<uint64_t>(cluster.rank()),
                                     static_cast<uint64_t>(cluster.size()));
@@ -185,14 +191,18 @@ int main(int argc, char** argv) {
                                                   manifest, &source, &cache, &stats, &pusher, eo);
     order = job->order;
     options.stats_sections.emplace_back("prefetch", [e = engine.get()] { return e->StatsJson(); });
+    options.stats_sections.emplace_back("open_watcher", [&live_watcher] {
+      const fs::OpenWatcher* w = live_watcher.load();
+      if (w == nullptr) return std::string("{\"opens_seen_through\": \"fuse\"}");
+      return "{\"opens_seen_through\": \"inotify\", \"watches\": " + std::to_string(w->watches()) +
+             ", \"events\": " + std::to_string(w->events()) +
+             ", \"overflows\": " + std::to_string(w->overflows()) + "}";
+    });
     options.open_observer = engine.get();
   }
   fs::Vfs vfs(manifest, &source, &cache, &stats, options);
   if (engine) engine->Start();
 
-  // Opens seen through inotify cost the training job no round trip; once the
-  // watches are in place the mount declines opens.
-  std::unique_ptr<fs::OpenWatcher> watcher;
   std::function<void()> on_mounted;
   if (engine && config.prefetch_opens == "inotify") {
     on_mounted = [&] {
@@ -207,6 +217,7 @@ int main(int argc, char** argv) {
                                        std::to_string((*w)->watches()) +
                                        " directories; the mount declines opens");
       watcher = std::move(*w);
+      live_watcher.store(watcher.get());
       vfs.DeclineOpens();
     };
   }

@@ -51,6 +51,9 @@ for r in (0, 1):
     # Training rank r reads through daemon r: each of its samples is one open.
     assert p["enabled"] and p["opens"] >= per_rank[r], (per_rank, p)
     assert p["ready"] >= 0.9 * p["opens"], "rank %d: too few opens found their file: %s" % (r, p)
+    w = s["open_watcher"]  # opens reached the prefetcher without a round trip
+    assert w["opens_seen_through"] == "inotify" and w["overflows"] == 0, w
+    assert w["events"] >= per_rank[r], (per_rank, w)
     ready += p["ready"]
     opens += p["opens"]
 assert served >= len(source), "daemons served %d reads for %d files" % (served, len(source))
