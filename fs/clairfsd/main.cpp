@@ -155,7 +155,6 @@ int main(int argc, char** argv) {
   std::shared_ptr<const clairfs::prefetch::ReadOrder> order;
   fs::FusePageCachePusher pusher;
   std::unique_ptr<fs::PrefetchEngine> engine;
-  std::vector<uint8_t> in_dataset;  // by manifest node: a file the prefetcher plans for
   // Opens seen through inotify cost the training job no round trip; once the
   // watches are in place the mount declines opens. Declared after the engine
   // it reports to, so it stops first.
@@ -186,7 +185,6 @@ int main(int argc, char** argv) {
     eo.threads = config.prefetch_threads;
     eo.open_wait = std::chrono::milliseconds(config.prefetch_wait_ms);
     eo.sampler = config.prefetch_sampler;
-    in_dataset = job->in_dataset;
     engine = std::make_unique<fs::PrefetchEngine>(std::move(*planner), std::move(job->in_dataset),
                                                   manifest, &source, &cache, &stats, &pusher, eo);
     order = job->order;
@@ -206,7 +204,7 @@ int main(int argc, char** argv) {
   std::function<void()> on_mounted;
   if (engine && config.prefetch_opens == "inotify") {
     on_mounted = [&] {
-      auto w = fs::OpenWatcher::Start(config.mount, manifest, in_dataset,
+      auto w = fs::OpenWatcher::Start(config.mount, manifest, engine->in_dataset(),
                                       [e = engine.get()](uint32_t node) { e->OnOpenEvent(node); });
       if (!w.ok()) {
         fs::Log(fs::LogLevel::kWarn, "prefetch: opens keep reaching the daemon (a round trip "

@@ -108,6 +108,16 @@ void MpiTransport::Progress() {
     std::vector<char> bytes;  // must outlive the send
   };
   std::list<Send> sends;
+  auto reap_sends = [&sends] {  // drops the sends MPI has finished with
+    for (auto it = sends.begin(); it != sends.end();) {
+      int done = 0;
+      if (MPI_Test(&it->request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done) {
+        it = sends.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  };
   std::vector<char> buf;
   MPI_Request barrier = MPI_REQUEST_NULL;
   auto idle = std::chrono::microseconds(20);
@@ -123,14 +133,7 @@ void MpiTransport::Progress() {
       }
       busy = true;
     }
-    for (auto it = sends.begin(); it != sends.end();) {
-      int done = 0;
-      if (MPI_Test(&it->request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done) {
-        it = sends.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    reap_sends();
     for (;;) {
       int flag = 0;
       MPI_Message msg;
@@ -179,14 +182,7 @@ void MpiTransport::Progress() {
   // this process's memory), for at most two seconds.
   const auto give_up = SteadyClock::now() + std::chrono::seconds(2);
   while (!sends.empty() && SteadyClock::now() < give_up) {
-    for (auto it = sends.begin(); it != sends.end();) {
-      int done = 0;
-      if (MPI_Test(&it->request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done) {
-        it = sends.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    reap_sends();
   }
   for (auto& s : sends) {
     MPI_Cancel(&s.request);

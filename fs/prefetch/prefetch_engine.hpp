@@ -84,6 +84,8 @@ class PrefetchEngine final : public OpenObserver {
   std::string StatsJson() const;
   prefetch::PlannerStats PlannerStats() const { return planner_->Stats(); }
   // Files held in RAM by the engine right now, and their bytes.
+  // By manifest node: 1 for a file of the dataset (the opens the planner is told of).
+  const std::vector<uint8_t>& in_dataset() const { return in_dataset_; }
   uint64_t held_files() const;
   uint64_t held_bytes() const;
 
