@@ -145,7 +145,15 @@ int main(int argc, char** argv) {
                 : " does not exist on host " + cluster.host() +
                       " (is the shared file system mounted on every node?)")));
   }
-  if (clairfs::Status st = fs::PrepareMountPoint(config.mount); !st.ok()) return refuse(st);
+  bool detached_stale = false;
+  if (clairfs::Status st = fs::PrepareMountPoint(config.mount, &detached_stale); !st.ok()) {
+    return refuse(st);
+  }
+  if (detached_stale) {
+    fs::Log(fs::LogLevel::kWarn, "mount point " + config.mount +
+                                     ": detached the dead mount of an earlier clairfsd (its "
+                                     "daemon was gone)");
+  }
   if (clairfs::Status ready = cluster.Agree(clairfs::Status::Ok(), start_wait); !ready.ok()) {
     fs::Log(fs::LogLevel::kError, ready.message());
     return 1;

@@ -1,7 +1,12 @@
 #include "fs/fuse/mount_tuning.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <filesystem>
@@ -26,18 +31,59 @@ std::string Escape(const std::string& path) {
   return out;
 }
 
-// MAJ:MIN of the topmost file system mounted at `mount`, or "" if none is.
-std::string MountedDevice(const std::string& mount) {
+struct MountEntry {
+  std::string device;  // MAJ:MIN; "" when nothing is mounted there
+  std::string type;    // "fuse.clairfs" for ours
+};
+
+// The topmost file system mounted at `mount` (/proc/self/mountinfo: the
+// fields after the optional ones, which end at "-", are type and source).
+MountEntry MountedAt(const std::string& mount) {
   std::ifstream info("/proc/self/mountinfo");
   const std::string want = Escape(mount);
-  std::string device;
+  MountEntry found;
   for (std::string line; std::getline(info, line);) {
     std::istringstream fields(line);
-    std::string id, parent, dev, root, point;
+    std::string id, parent, dev, root, point, field;
     fields >> id >> parent >> dev >> root >> point;
-    if (point == want) device = dev;  // the last match is the topmost mount
+    if (point != want) continue;
+    found = {dev, ""};  // the last match is the topmost mount
+    while (fields >> field && field != "-") {
+    }
+    fields >> found.type;
   }
-  return device;
+  return found;
+}
+
+std::string MountedDevice(const std::string& mount) { return MountedAt(mount).device; }
+
+// A clairfs mount whose daemon is gone: opening its root sends OPENDIR, which
+// a connection without a daemon answers ENOTCONN (ECONNABORTED when the
+// request raced the connection's end).
+bool DeadClairfsMount(const std::string& mount) {
+  if (MountedAt(mount).type != "fuse.clairfs") return false;
+  const int fd = ::open(mount.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::close(fd);
+    return false;
+  }
+  return errno == ENOTCONN || errno == ECONNABORTED;
+}
+
+// Detaches the mount: umount2 as root, fusermount3 -u -z (the mount's owner)
+// otherwise. True when nothing is mounted there any more.
+bool DetachMount(const std::string& mount) {
+  if (::umount2(mount.c_str(), MNT_DETACH) != 0 && errno == EPERM) {
+    const char* argv[] = {"fusermount3", "-u", "-z", "-q", mount.c_str(), nullptr};
+    pid_t pid = 0;
+    if (::posix_spawnp(&pid, "fusermount3", nullptr, nullptr, const_cast<char**>(argv),
+                       environ) == 0) {
+      int status = 0;
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+    }
+  }
+  return MountedAt(mount).device.empty();
 }
 
 // /sys/class/bdi/MAJ:MIN/read_ahead_kb of the mount, or "" if not mounted.
@@ -48,7 +94,8 @@ std::string Knob(const std::string& mount) {
 
 }  // namespace
 
-Status PrepareMountPoint(const std::string& mount) {
+Status PrepareMountPoint(const std::string& mount, bool* detached_stale) {
+  *detached_stale = false;
   struct stat st;
   if (::stat(mount.c_str(), &st) != 0) {
     if (errno == ENOTDIR) {
@@ -68,7 +115,11 @@ Status PrepareMountPoint(const std::string& mount) {
   }
   std::error_code ec;
   const std::filesystem::path real = std::filesystem::canonical(mount, ec);
-  if (!MountedDevice(ec ? mount : real.string()).empty()) {
+  const std::string point = ec ? mount : real.string();
+  if (!MountedDevice(point).empty() && DeadClairfsMount(point) && DetachMount(point)) {
+    *detached_stale = true;
+  }
+  if (!MountedDevice(point).empty()) {
     return Status::InvalidArgument("mount point " + mount +
                                    " is already a mount point (another clairfsd? unmount it "
                                    "with fusermount3 -u " + mount + ")");

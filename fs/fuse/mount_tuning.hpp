@@ -13,8 +13,11 @@ namespace clairfs::fs {
 // InvalidArgument naming the path when it exists but is not a directory, is
 // already a mount point (a second daemon would stack on the first), or is not
 // empty (the mount would hide its files); the errno's status when it cannot
-// be created or read.
-Status PrepareMountPoint(const std::string& mount);
+// be created or read. A clairfs mount whose daemon is gone (killed before it
+// could unmount, and fusermount3's auto-unmount helper did not) is detached
+// first and `*detached_stale` set, so that the caller can say so; a live
+// mount, or anyone else's, is never touched.
+Status PrepareMountPoint(const std::string& mount, bool* detached_stale);
 
 // Sets the read-ahead window of the mount's backing device info
 // (/sys/class/bdi/MAJ:MIN/read_ahead_kb; root only). The kernel starts FUSE

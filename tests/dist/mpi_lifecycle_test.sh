@@ -7,7 +7,10 @@
 # - one rank that cannot start (its mount path is a regular file, its mount
 #   point is not empty) stops every rank at once with the reason in the log,
 #   instead of leaving the others waiting in the manifest broadcast;
-# - a mount point already in use is refused, not stacked on.
+# - a mount point already in use is refused, not stacked on;
+# - the dead mount of a killed daemon whose auto-unmount helper did not
+#   unmount it (the helper races the connection's end, or was killed with the
+#   daemon) is detached by the next daemon there, which then mounts.
 set -uo pipefail
 BIN=$CLAIRFS_BIN
 RANK=$CLAIRFS_SRC/tests/dist/rank.sh
@@ -103,6 +106,25 @@ rc=$?
   || { fail "second daemon: exit $rc"; cat "$T/log2"; }
 [[ $(mounts_left) -eq 1 ]] && pass "one mount, not two" || fail "$(mounts_left) mounts at mnt0"
 kill -TERM "$single"; wait "$single"
+
+# --- a dead clairfs mount (daemon and its fusermount3 helper killed) is taken over.
+"$BIN/clairfsd" --dataset "$T/out" --mount "$T/mnt0" >"$T/log1" 2>&1 &
+single=$!
+"$BIN/clairfs-wait" "$T/mnt0" --timeout 30 --quiet || fail "single mount not ready"
+ls "$T/mnt0" >/dev/null
+pkill -KILL -f "^fusermount3 .* -- $T/mnt0\$"
+kill -KILL "$single"; wait "$single" 2>/dev/null
+if [[ $(mounts_left) -eq 1 ]] && ! ls "$T/mnt0" >/dev/null 2>&1; then
+  "$BIN/clairfsd" --dataset "$T/out" --mount "$T/mnt0" >"$T/log2" 2>&1 &
+  single=$!
+  "$BIN/clairfs-wait" "$T/mnt0" --timeout 30 --quiet && diff -r "$T/src" "$T/mnt0" >/dev/null \
+    && grep -q "detached the dead mount" "$T/log2" && pass "dead mount detached, new mount serves" \
+    || { fail "dead mount not taken over"; cat "$T/log2"; }
+  [[ $(mounts_left) -eq 1 ]] && pass "one mount after the take-over" || fail "$(mounts_left) mounts at mnt0"
+  kill -TERM "$single"; wait "$single"
+else
+  fail "could not leave a dead mount behind ($(mounts_left) mounts)"
+fi
 
 echo "$failures failures"
 [[ $failures -eq 0 ]]
