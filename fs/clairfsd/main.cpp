@@ -75,7 +75,13 @@ void PrintConfigErrors(const std::string& msg) {
 
 int main(int argc, char** argv) {
   // Joining the MPI job (if launched by one) comes first: MPI_Init owns argv.
-  auto joined = fs::Cluster::Join(&argc, &argv);
+  // It waits for every rank, so start_timeout_ms bounds it as it bounds the
+  // start-up gates (read here from a copy of the arguments; errors in them
+  // are reported below, through the gates).
+  auto early = fs::LoadCommandLine(std::vector<std::string>(argv + 1, argv + argc));
+  const std::chrono::milliseconds init_wait(early.ok() ? early->config.start_timeout_ms
+                                                       : fs::Config{}.start_timeout_ms);
+  auto joined = fs::Cluster::Join(&argc, &argv, init_wait);
   if (!joined.ok()) {
     fs::Log(fs::LogLevel::kError, joined.status().ToString());
     return 1;

@@ -40,7 +40,8 @@ extern "C" void OnPeerFailureNotice(int) { g_failure_notices.fetch_add(1); }
 
 }  // namespace
 
-Result<std::unique_ptr<Cluster>> Cluster::Join(int* argc, char*** argv) {
+Result<std::unique_ptr<Cluster>> Cluster::Join(int* argc, char*** argv,
+                                               std::chrono::milliseconds start_limit) {
   std::unique_ptr<Cluster> c(new Cluster());
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
@@ -51,7 +52,7 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(int* argc, char*** argv) {
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
   ::sigaction(SIGUSR1, &sa, nullptr);
-  auto mpi = MpiTransport::Init(argc, argv, ClusterOptions{}.server_threads);
+  auto mpi = MpiTransport::Init(argc, argv, ClusterOptions{}.server_threads, start_limit);
   if (!mpi.ok()) return mpi.status();
   c->rank_ = (*mpi)->rank();
   c->size_ = (*mpi)->size();

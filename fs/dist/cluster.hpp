@@ -36,8 +36,10 @@ class MpiTransport;
 
 class Cluster {
  public:
-  // Joins the MPI job if there is one (MPI_Init uses argc/argv).
-  static Result<std::unique_ptr<Cluster>> Join(int* argc, char*** argv);
+  // Joins the MPI job if there is one (MPI_Init uses argc/argv). MPI_Init is
+  // bounded by `start_limit` (see MpiTransport::Init): past it the process exits.
+  static Result<std::unique_ptr<Cluster>> Join(int* argc, char*** argv,
+                                               std::chrono::milliseconds start_limit);
   ~Cluster();
 
   int rank() const { return rank_; }
