@@ -74,6 +74,7 @@ void PrintConfigErrors(const std::string& msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  fs::ReserveAutoUnmountSlot();
   // Joining the MPI job (if launched by one) comes first: MPI_Init owns argv.
   // It waits for every rank, so start_timeout_ms bounds it as it bounds the
   // start-up gates (read here from a copy of the arguments; errors in them
