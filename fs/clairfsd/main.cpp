@@ -169,6 +169,7 @@ int main(int argc, char** argv) {
   copt.dataset = config.dataset;
   copt.local_dir = config.local_dir;
   copt.stage_threads = config.stage_threads;
+  copt.pack_readahead = config.pack_readahead;
   copt.peer_timeout = std::chrono::milliseconds(config.peer_timeout_ms);
   copt.start_timeout = start_wait;
   clairfs::Status started = cluster.Start(copt);

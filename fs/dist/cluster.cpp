@@ -120,6 +120,7 @@ Status Cluster::Start(const ClusterOptions& o) {
   }
   DistOptions dopt;
   dopt.peer_timeout = o.peer_timeout;
+  dopt.pack_readahead = o.pack_readahead;
   store_ = std::make_unique<DistributedPackStore>(o.dataset, manifest_, own, rank_,
                                                   transport_.get(), stager_.get(), dopt);
   Log(LogLevel::kInfo, "rank " + std::to_string(rank_) + "/" + std::to_string(size_) + " on " +
