@@ -1,36 +1,39 @@
 // BatchStream: the node's future when the sampler knows an epoch only as a
-// set of batches in unknown order (Sampler::Batches) - which batches each
-// local reader still has to read, which it has begun, and each file's
-// eviction key.
+// set of batches in unknown order (Sampler::Batches) - which batch reads are
+// still to come, which have begun, and each file's eviction key.
 //
-// Readers: one per local training process (PlannerConfig::local_ranks).
-// Readers of the same sampler rank (a node-shared stream) share that rank's
-// batches, but each reads each batch once and keeps its own state.
+// Readers: the local training processes (PlannerConfig::local_ranks).
+// Readers of one sampler rank (a node-shared stream) read the same batches,
+// each its own order, each batch once an epoch. An open does not say which
+// process made it, so the rank's R readers are counted as a pool: in an epoch
+// every unit (batch) is read at most R times, and the candidates `reads` x R
+// times in all; with one reader per rank this is exact.
 //
 // Units: an epoch of a rank is its lead batches (read first, in order) and
-// its candidate batches, numbered lead first. A reader that enters an epoch
-// pins the lead at once; the first open of a file of a candidate it has not
-// begun pins that candidate, one of the epoch's `reads`. An open is taken, in
-// this order, by (1) the earliest pinned unit of a reader that holds the file
-// unopened, (2) a candidate of a reader's current epoch not begun, while the
-// reader has reads left (the reader in the earliest epoch, then with the
-// fewest reads done, takes it), (3)
-// a unit of the epoch after a reader's current one: the reader moves there
-// (the one with the most reads done). A reader that has pinned all its reads
-// and opened every file of its pins moves to the next epoch once that is
-// materialised. Moving on abandons what the reader left unread in the epoch.
+// its candidate batches, numbered lead first. An open of a file is taken, in
+// this order, by (1) a begun read of a unit that has not opened the file yet
+// (the earliest begun unit first), (2) a new read of a unit that holds the
+// file, in the earliest epoch that has one left: lead units first, candidates
+// while the epoch has reads left. (2) with a candidate is what pins a batch.
+// An epoch is done when all its reads have begun and every begun read opened
+// all its files; it is dropped then, or - with reads left behind (opens the
+// daemon never saw) - once a later epoch but one has taken an open.
+// Otherwise an open is a deviation. At an epoch boundary, an open by a reader
+// already in the next epoch may be counted for the epoch another reader is
+// still finishing (and that reader's open for the next): the counts stay
+// right per pair of epochs, never a deviation.
 //
 // Keys (smaller = needed sooner, the scale of ResidentSet's keys):
-//   an unopened file of a pinned unit: the pin's sequence number, in [1,
-//   kBatchUnpinned): the order in which units were pinned;
-//   a unit not begun by a reader at or before its epoch:
-//   kBatchUnpinned + (epoch - first epoch) x 2^32 + unit;
+//   a file not yet opened by a begun read of its unit: the unit's pin
+//   sequence number, in [1, kBatchUnpinned): the order units were begun;
+//   a unit with reads left in an epoch with reads left (a lead unit: reads
+//   left): kBatchUnpinned + (epoch - first epoch) x 2^32 + unit;
 // a file's key is the least of its entries', kNever when it has none. Keys
 // are whole-unit: walking them fetches whole batches, and eviction (furthest
 // first) takes whole batches from the far end.
 //
-// Memory: 12 bytes per entry of a materialised epoch plus the entries
-// themselves. Single-thread: the Planner locks around it.
+// Memory: about 14 bytes per entry of a materialised epoch. Single-thread:
+// the Planner locks around it.
 #pragma once
 
 #include <cstdint>
@@ -54,61 +57,61 @@ struct BatchUnits {
 
 class BatchStream {
  public:
-  // reader_rank[g]: the sampler rank reader g follows; every reader starts in
-  // `first_epoch`.
+  // reader_rank[g]: the sampler rank reader g follows. The first epoch
+  // appended must be `first_epoch`.
   BatchStream(const std::vector<uint64_t>& reader_rank, uint64_t first_epoch);
 
   // The distinct ranks, ascending: Append takes one BatchUnits per rank.
   const std::vector<uint64_t>& ranks() const { return ranks_; }
   bool empty() const { return epochs_.empty(); }
-  uint64_t min_reader_epoch() const;  // the furthest-behind reader's epoch
-  uint64_t max_reader_epoch() const;
-  // Whether `epoch` is materialised.
-  bool Has(uint64_t epoch) const;
+  // The earliest epoch not done (one past the last materialised when all are).
+  uint64_t current_epoch() const;
+  // The latest epoch that took an open, or current_epoch() if later.
+  uint64_t frontier_epoch() const;
 
   // Appends `epoch` (the one after the last, or the first): per_rank[k] for
   // ranks()[k]. Files whose key may have changed go to *changed.
   void Append(uint64_t epoch, std::vector<BatchUnits> per_rank, std::vector<FileId>* changed);
-  // Drops epochs every reader has left.
-  void DropPassed();
+  // Drops done epochs, and those left behind (see above); files whose key
+  // may have changed go to *changed.
+  void DropPassed(std::vector<FileId>* changed);
 
   struct Located {
     bool found = false;
-    uint64_t epoch = 0;   // the epoch of the entry the open took
-    uint32_t reader = 0;  // the reader it was given to
-    bool moved = false;   // some reader moved to a later epoch
-    // A candidate this open pinned (its files), or null.
+    uint64_t epoch = 0;  // the epoch of the entry the open took
+    // A candidate this open began (its files), or null.
     const std::vector<FileId>* pinned = nullptr;
+    bool exhausted = false;  // the open began an epoch's last read
   };
   // An open of `file`. Files whose key may have changed go to *changed.
   Located Open(FileId file, std::vector<FileId>* changed);
 
   uint64_t Key(FileId file) const;
 
-  // Calls fn(file) for every unopened file of every pinned unit, in pin
-  // order, until fn returns false; returns false when it stopped early.
+  // Calls fn(file) for every file a begun read has not opened yet, in the
+  // order the units were begun, until fn returns false; false when it stopped.
   template <typename Fn>
   bool WalkPinned(Fn fn) const {
     for (const auto& [seq, pin] : pins_) {
-      const std::vector<FileId>& files = UnitOf(pin.epoch, pin.reader, pin.unit);
+      const RankEpoch& re = Find(pin.epoch)->ranks[pin.rank_slot];
+      const std::vector<FileId>& files = re.units[pin.unit];
       for (size_t i = 0; i < files.size(); ++i) {
-        if (!pin.opened[i] && !fn(files[i])) return false;
+        if (re.opened[pin.unit][i] < re.begun[pin.unit] && !fn(files[i])) return false;
       }
     }
     return true;
   }
-  // Calls fn(key, file) for the files of units not begun by some reader at
-  // or before their epoch, in key order from key `from` on, until fn returns
-  // false; returns the key of the unit it stopped in, or one past the last.
+  // Calls fn(key, file) for the files of units with reads left, in key order
+  // from key `from` on, until fn returns false; returns the key of the unit
+  // it stopped in, or one past the last.
   template <typename Fn>
   uint64_t WalkUnpinned(uint64_t from, Fn fn) const {
     for (const Epoch& e : epochs_) {
       const uint64_t base = UnpinnedBase(e.epoch);
-      uint64_t u = from > base ? from - base : 0;
-      for (; u < e.max_units; ++u) {
-        for (size_t k = 0; k < e.ranks.size(); ++k) {
-          if (!Needed(e, k, u)) continue;
-          for (FileId f : e.ranks[k].units[u]) {
+      for (uint64_t u = from > base ? from - base : 0; u < e.max_units; ++u) {
+        for (const RankEpoch& re : e.ranks) {
+          if (!Wanted(re, u)) continue;
+          for (FileId f : re.units[u]) {
             if (!fn(base + u, f)) return base + u;
           }
         }
@@ -117,93 +120,78 @@ class BatchStream {
     return epochs_.empty() ? from : UnpinnedBase(epochs_.back().epoch + 1);
   }
 
-  // The readers' remaining work in their current epochs, for stats: calls
-  // fn(file) for every entry still to be opened, and whole(files) for each
-  // candidate not begun.
+  // The current epoch's remaining work, for stats: entry(file) for every
+  // file still to be opened by a begun read or by a read left (once per
+  // read), whole(files) for each candidate with reads left.
   template <typename Entry, typename Whole>
   void WalkCurrent(Entry entry, Whole whole) const {
-    for (uint32_t g = 0; g < readers_.size(); ++g) {
-      const Epoch* e = Find(readers_[g].epoch);
-      if (e == nullptr) continue;
-      const RankEpoch& re = e->ranks[readers_[g].rank_slot];
-      const std::vector<uint64_t>& state = re.pin_of[readers_[g].index_in_rank];
+    const Epoch* e = Find(current_epoch());
+    if (e == nullptr) return;
+    for (const RankEpoch& re : e->ranks) {
       for (uint32_t u = 0; u < re.units.size(); ++u) {
-        if (state[u] == kDone) continue;
-        if (state[u] == kUnpinned) {
-          if (u >= re.lead) whole(re.units[u]);
-          for (FileId f : re.units[u]) entry(f);
-          continue;
-        }
-        const Pin& pin = pins_.at(state[u]);
         for (size_t i = 0; i < re.units[u].size(); ++i) {
-          if (!pin.opened[i]) entry(re.units[u][i]);
+          for (uint32_t n = re.opened[u][i]; n < re.begun[u]; ++n) entry(re.units[u][i]);
+        }
+        if (!Wanted(re, u)) continue;
+        if (u >= re.lead) whole(re.units[u]);
+        for (uint32_t n = re.begun[u]; n < re.readers; ++n) {
+          for (FileId f : re.units[u]) entry(f);
         }
       }
     }
   }
 
-  struct ReaderPosition {
+  // The current epoch, and the candidate reads its readers of `rank` have
+  // begun there (together, for a shared stream).
+  struct RankPosition {
     uint64_t epoch = 0;
-    uint64_t reads = 0;  // candidates pinned in that epoch
+    uint64_t reads = 0;
   };
-  ReaderPosition Position(uint32_t reader) const;
+  RankPosition Position(uint64_t rank) const;
 
  private:
-  static constexpr uint64_t kUnpinned = 0;  // pin_of: not begun
-  static constexpr uint64_t kDone = kNever;  // pin_of: read whole, or abandoned
-
   struct RankEpoch {
     std::vector<std::vector<FileId>> units;  // lead first
     uint32_t lead = 0;
-    uint64_t reads = 0;
+    uint32_t readers = 0;  // R
     // (file, unit, position in unit), sorted: where a file occurs.
     std::vector<std::tuple<FileId, uint32_t, uint32_t>> by_file;
-    // pin_of[i][u]: reader i of this rank's state of unit u - kUnpinned, a
-    // pin's sequence number, or kDone.
-    std::vector<std::vector<uint64_t>> pin_of;
+    std::vector<uint32_t> begun;                // by unit: reads begun
+    std::vector<uint64_t> pin;                  // by unit: pin sequence while pending, else 0
+    std::vector<std::vector<uint16_t>> opened;  // by unit and position: opens taken
+    uint64_t reads_left = 0;  // candidate reads not begun: R x reads in all
+    uint64_t lead_left = 0;   // lead reads not begun
+    uint64_t open_left = 0;   // files begun reads have not opened
+    bool done() const { return reads_left == 0 && lead_left == 0 && open_left == 0; }
   };
   struct Epoch {
     uint64_t epoch = 0;
     uint64_t max_units = 0;
     std::vector<RankEpoch> ranks;  // by rank slot
+    bool done() const;
   };
   struct Pin {
-    uint32_t reader = 0;
     uint64_t epoch = 0;
+    uint32_t rank_slot = 0;
     uint32_t unit = 0;
-    std::vector<uint8_t> opened;  // by position in the unit
-    uint32_t remaining = 0;
-  };
-  struct Reader {
-    uint32_t rank_slot = 0;      // index into ranks_
-    uint32_t index_in_rank = 0;  // index into RankEpoch::pin_of
-    uint64_t epoch = 0;
-    uint64_t reads_done = 0;  // candidates pinned in `epoch`
-    uint64_t open_pins = 0;   // pins of `epoch` with files left to open
   };
 
+  static bool Wanted(const RankEpoch& re, uint64_t u) {
+    return u < re.units.size() && re.begun[u] < re.readers && (u < re.lead || re.reads_left > 0);
+  }
   uint64_t UnpinnedBase(uint64_t epoch) const;
   const Epoch* Find(uint64_t epoch) const;
   Epoch* Find(uint64_t epoch);
-  const std::vector<FileId>& UnitOf(uint64_t epoch, uint32_t reader, uint32_t unit) const;
-  // Whether some reader of rank slot k at or before e's epoch has not begun unit u.
-  bool Needed(const Epoch& e, size_t k, uint64_t u) const;
-  // Opens `file` in a unit reader g (or any reader: kAnyReader) has pinned.
-  bool TakePinned(FileId file, uint32_t g, std::vector<FileId>* changed, Located* out);
-  // Pins a candidate holding `file` for a reader in its epoch (next = false)
-  // or in the epoch after it (next = true, the reader moves there).
-  bool PinCandidate(FileId file, bool next, std::vector<FileId>* changed, Located* out);
-  void PinUnit(uint32_t g, Epoch& e, uint32_t u, std::vector<FileId>* changed);
-  void MoveTo(uint32_t g, uint64_t epoch, std::vector<FileId>* changed);
-  // Moves reader g on when it has read its epoch and the next is here.
-  bool MoveIfDone(uint32_t g, std::vector<FileId>* changed);
+  bool TakeBegun(FileId file, Located* out);
+  bool BeginRead(FileId file, std::vector<FileId>* changed, Located* out);
+  void Forget(Epoch& e, std::vector<FileId>* changed);
 
-  std::vector<uint64_t> ranks_;  // distinct, ascending
-  std::vector<Reader> readers_;
-  std::vector<uint32_t> rank_readers_;  // readers per rank slot
+  std::vector<uint64_t> ranks_;     // distinct, ascending
+  std::vector<uint32_t> readers_;   // by rank slot: R
   const uint64_t first_epoch_;
+  uint64_t touched_ = 0;            // the latest epoch that took an open
   std::deque<Epoch> epochs_;
-  std::map<uint64_t, Pin> pins_;  // by sequence number: pin order
+  std::map<uint64_t, Pin> pins_;  // begun units with files to open, by sequence
   uint64_t next_seq_ = 1;
 };
 

@@ -301,7 +301,7 @@ PlannerStats Planner::Stats() const {
   s.resident_files = resident_.resident_files();
   s.in_flight_files = resident_.in_flight_files();
   if (batches_) {
-    s.epoch = batches_->min_reader_epoch();
+    s.epoch = batches_->current_epoch();
     ComputeBatchLead(&s);
   } else if (config_.enabled) {
     uint64_t epoch, offset;
@@ -333,8 +333,9 @@ std::vector<RankPosition> Planner::Positions() const {
     RankPosition p;
     p.rank = config_.local_ranks[g];
     if (batches_) {
-      // Batch mode: the offset counts the candidate batches begun.
-      BatchStream::ReaderPosition b = batches_->Position(g);
+      // Batch mode: the offset counts the candidate batches begun (by all
+      // readers of the rank, for a shared stream).
+      BatchStream::RankPosition b = batches_->Position(p.rank);
       p.epoch = b.epoch;
       p.offset = b.reads;
     } else if (!stream_.Locate(head_[g], &p.epoch, &p.offset)) {

@@ -17,14 +17,13 @@ void Planner::OnBatchOpen(FileId file, bool repeat, OpenResult* r,
     });
     stats_.batches_ready += whole ? 1 : 0;
   }
+  batches_->DropPassed(&changed);
   RekeyAll(changed);
-  // A reader that moved on left entries behind, possibly before the scan.
-  if (at.moved) batch_scan_ = kBatchUnpinned;
   if (!at.found && repeat) {
     ++stats_.repeat_opens;
     return;
   }
-  const uint64_t epoch = at.found ? at.epoch : batches_->min_reader_epoch();
+  const uint64_t epoch = at.found ? at.epoch : batches_->current_epoch();
   EpochCounts& counts = per_epoch_[epoch];
   counts.epoch = epoch;
   ++counts.opens;
@@ -38,7 +37,6 @@ void Planner::OnBatchOpen(FileId file, bool repeat, OpenResult* r,
     ++counts.deviations;
     ++stats_.consecutive_deviations;
   }
-  batches_->DropPassed();
   if (EpochToGenerate(/*urgent=*/true).has_value()) Extend(lock);
 }
 

@@ -56,8 +56,8 @@ Match MatchEpoch(const std::vector<std::vector<FileId>>& slots, const std::vecto
 std::optional<uint64_t> Planner::EpochToGenerate(bool urgent) const {
   if (!config_.enabled || next_epoch_ >= order_end_) return std::nullopt;
   if (batches_) {
-    // The readers' epochs and the one after the furthest.
-    if (next_epoch_ <= batches_->max_reader_epoch() + 1) return next_epoch_;
+    // The epochs being read and the one after them.
+    if (next_epoch_ <= batches_->frontier_epoch() + 1) return next_epoch_;
     return std::nullopt;
   }
   if (stream_.empty()) return next_epoch_;
