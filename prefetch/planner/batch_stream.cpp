@@ -36,7 +36,14 @@ bool BatchStream::Epoch::done() const {
 
 uint64_t BatchStream::current_epoch() const {
   for (const Epoch& e : epochs_) {
-    if (!e.done()) return e.epoch;
+    if (e.done()) continue;
+    // Every read begun and a later epoch opened: what is left are opens the
+    // daemon may never see (merged inotify events) or a shared reader's last
+    // files.
+    const bool begun = std::all_of(e.ranks.begin(), e.ranks.end(), [](const RankEpoch& r) {
+      return r.reads_left == 0 && r.lead_left == 0;
+    });
+    if (!begun || touched_ <= e.epoch) return e.epoch;
   }
   return epochs_.empty() ? std::max(first_epoch_, touched_) : epochs_.back().epoch + 1;
 }

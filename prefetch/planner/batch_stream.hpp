@@ -64,7 +64,9 @@ class BatchStream {
   // The distinct ranks, ascending: Append takes one BatchUnits per rank.
   const std::vector<uint64_t>& ranks() const { return ranks_; }
   bool empty() const { return epochs_.empty(); }
-  // The earliest epoch not done (one past the last materialised when all are).
+  // The earliest epoch with reads not begun, or with files begun reads have
+  // not opened while no later epoch took an open (one past the last
+  // materialised when there is none).
   uint64_t current_epoch() const;
   // The latest epoch that took an open, or current_epoch() if later.
   uint64_t frontier_epoch() const;

@@ -87,7 +87,8 @@ std::unique_ptr<pf::Planner> BatchPlanner(const BatchJob& job, std::vector<uint6
   c.budget_bytes = budget;
   pf::PlannerInput in;
   in.batches = [&job](uint64_t, uint64_t epoch) {
-    return clairfs::Result<std::optional<pf::BatchEpoch>>(std::optional<pf::BatchEpoch>(job.Epoch(epoch)));
+    return clairfs::Result<std::optional<pf::BatchEpoch>>(
+        std::optional<pf::BatchEpoch>(job.Epoch(epoch)));
   };
   in.order = [&job](const std::vector<uint64_t>& ranks, uint64_t epoch) {
     // Batch-index order: a listing, not the read order (unused in batch mode).
@@ -467,4 +468,63 @@ TEST_CASE("KerasFlow fit with shuffle drives the planner in batch mode", "[unit]
     REQUIRE(s.per_epoch.size() == 1);
     CHECK(s.per_epoch[0].opens == 16 + 2 * 4);
   }
+}
+
+TEST_CASE("Batch mode, shared readers an epoch boundary apart: counts per epoch stay exact",
+          "[unit][planner]") {
+  BatchJob job;
+  job.lead = 1;
+  job.Init();
+  pf::FakeClock clock;
+  auto planner = BatchPlanner(job, {0, 0}, job.total, 3, clock);
+  pf::NodeSim sim(*planner, clock, job.sizes, SimOptions(job, 0, 0));
+  std::vector<FileId> a = job.Reads(0, 1), b = job.Reads(0, 2);
+  for (FileId f : job.Reads(1, 3)) a.push_back(f);
+  for (FileId f : job.Reads(1, 4)) b.push_back(f);
+  // Reader a runs three batches ahead of b: it opens epoch 1's first
+  // batches while b finishes epoch 0.
+  const size_t ahead = 3 * job.batch;
+  std::vector<FileId> opens(a.begin(), a.begin() + static_cast<long>(ahead));
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (ahead + i < a.size()) opens.push_back(a[ahead + i]);
+    opens.push_back(b[i]);
+  }
+  sim.OpenSequence(opens);
+  RequireClean(sim.report());
+  pf::PlannerStats s = planner->Stats();
+  CHECK(s.deviations == 0);
+  CHECK(s.repeat_opens == 0);
+  REQUIRE(s.per_epoch.size() == 2);
+  // An open of a's in epoch 1 may stand for one of b's in epoch 0 and the
+  // other way round, but each epoch holds exactly its reads.
+  CHECK(s.per_epoch[0].opens == 2 * (job.files + job.batch));
+  CHECK(s.per_epoch[1].opens == 2 * job.files);
+  CHECK(s.per_epoch[1].ready == s.per_epoch[1].opens);
+}
+
+TEST_CASE("Batch mode: opens the daemon never saw leave no lasting trace", "[unit][planner]") {
+  BatchJob job;
+  job.Init();
+  pf::FakeClock clock;
+  auto planner = BatchPlanner(job, {0}, job.total, 4, clock);
+  pf::NodeSim sim(*planner, clock, job.sizes, SimOptions(job, 0, 0));
+  uint64_t seen = 0;
+  for (uint64_t e = 0; e < 4; ++e) {
+    // Every epoch, the third open of every other batch is lost (as inotify
+    // merges events).
+    std::vector<FileId> reads = job.Reads(e, 600 + e), opens;
+    for (size_t i = 0; i < reads.size(); ++i) {
+      if (i % (2 * job.batch) != 2) opens.push_back(reads[i]);
+    }
+    sim.OpenSequence(opens);
+    seen += opens.size();
+    CHECK(planner->Stats().epoch == e);
+  }
+  RequireClean(sim.report());
+  pf::PlannerStats s = planner->Stats();
+  CHECK(s.opens == seen);
+  CHECK(s.deviations == 0);
+  REQUIRE(s.per_epoch.size() == 4);
+  for (const pf::EpochCounts& c : s.per_epoch) CHECK(c.ready + c.stalls == c.opens);
+  CHECK(s.per_epoch[3].ready == s.per_epoch[3].opens);
 }

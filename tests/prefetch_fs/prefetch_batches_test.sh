@@ -35,7 +35,8 @@ FLOW=(--sampler keras-flow --seed 5 --batch-size $BATCH --epochs $EPOCHS --proto
   --keras-version 3.15)
 "$BIN/clairfs-order" "${FLOW[@]}" --root "$WORK/src/train" >"$WORK/order" 2>"$WORK/order.err" ||
   { cat "$WORK/order.err"; fail "clairfs-order"; }
-[ "$(wc -l <"$WORK/order")" -eq $((LEAD * BATCH + EPOCHS * FILES)) ] || fail "unexpected order length"
+[ "$(wc -l <"$WORK/order")" -eq $((LEAD * BATCH + EPOCHS * FILES)) ] ||
+  fail "unexpected order length"
 PREFETCH_ARGS=(--ram-cache 64M --prefetch-sampler keras-flow --prefetch-root train
   --prefetch-seed 5 --prefetch-batch-size $BATCH --prefetch-epochs $EPOCHS
   --prefetch-protocol fit --prefetch-keras-version 3.15 --prefetch-budget "$BUDGET"
