@@ -66,9 +66,10 @@ BatchStream::Epoch* BatchStream::Find(uint64_t epoch) {
   return const_cast<Epoch*>(static_cast<const BatchStream*>(this)->Find(epoch));
 }
 
-void BatchStream::Append(uint64_t epoch, std::vector<BatchUnits> per_rank,
-                         std::vector<FileId>* changed) {
-  Epoch e;
+BatchStream::Prepared BatchStream::Prepare(uint64_t epoch,
+                                           std::vector<BatchUnits> per_rank) const {
+  Prepared out;
+  Epoch& e = out.epoch;
   e.epoch = epoch;
   for (size_t k = 0; k < ranks_.size(); ++k) {
     RankEpoch re;
@@ -93,7 +94,6 @@ void BatchStream::Append(uint64_t epoch, std::vector<BatchUnits> per_rank,
       re.opened.emplace_back(re.units[u].size(), 0);
       for (uint32_t i = 0; i < re.units[u].size(); ++i) {
         re.by_file.emplace_back(re.units[u][i], u, i);
-        changed->push_back(re.units[u][i]);
       }
     }
     re.reads_left = std::min<uint64_t>(in.reads, candidates) * re.readers;
@@ -101,7 +101,14 @@ void BatchStream::Append(uint64_t epoch, std::vector<BatchUnits> per_rank,
     e.max_units = std::max<uint64_t>(e.max_units, re.units.size());
     e.ranks.push_back(std::move(re));
   }
-  epochs_.push_back(std::move(e));
+  return out;
+}
+
+void BatchStream::Append(Prepared prepared, std::vector<FileId>* changed) {
+  for (const RankEpoch& re : prepared.epoch.ranks) {
+    for (const auto& unit : re.units) changed->insert(changed->end(), unit.begin(), unit.end());
+  }
+  epochs_.push_back(std::move(prepared.epoch));
 }
 
 void BatchStream::Forget(Epoch& e, std::vector<FileId>* changed) {

@@ -32,7 +32,7 @@
 // are whole-unit: walking them fetches whole batches, and eviction (furthest
 // first) takes whole batches from the far end.
 //
-// Memory: about 14 bytes per entry of a materialised epoch. Single-thread:
+// Memory: about 18 bytes per entry of a materialised epoch. Single-thread:
 // the Planner locks around it.
 #pragma once
 
@@ -71,9 +71,14 @@ class BatchStream {
   // The latest epoch that took an open, or current_epoch() if later.
   uint64_t frontier_epoch() const;
 
-  // Appends `epoch` (the one after the last, or the first): per_rank[k] for
-  // ranks()[k]. Files whose key may have changed go to *changed.
-  void Append(uint64_t epoch, std::vector<BatchUnits> per_rank, std::vector<FileId>* changed);
+  // `epoch` as Append takes it: per_rank[k] for ranks()[k]. The costly part
+  // (indexing every entry); it reads only what construction fixed, so it may
+  // run while another thread uses the stream.
+  struct Prepared;
+  Prepared Prepare(uint64_t epoch, std::vector<BatchUnits> per_rank) const;
+  // Appends a prepared epoch (the one after the last, or the first). Files
+  // whose key may have changed go to *changed.
+  void Append(Prepared epoch, std::vector<FileId>* changed);
   // Drops done epochs, and those left behind (see above); files whose key
   // may have changed go to *changed.
   void DropPassed(std::vector<FileId>* changed);
@@ -188,13 +193,19 @@ class BatchStream {
   bool BeginRead(FileId file, std::vector<FileId>* changed, Located* out);
   void Forget(Epoch& e, std::vector<FileId>* changed);
 
+  // Fixed at construction.
   std::vector<uint64_t> ranks_;     // distinct, ascending
   std::vector<uint32_t> readers_;   // by rank slot: R
   const uint64_t first_epoch_;
+
   uint64_t touched_ = 0;            // the latest epoch that took an open
   std::deque<Epoch> epochs_;
   std::map<uint64_t, Pin> pins_;  // begun units with files to open, by sequence
   uint64_t next_seq_ = 1;
+};
+
+struct BatchStream::Prepared {
+  Epoch epoch;
 };
 
 }  // namespace clairfs::prefetch

@@ -127,6 +127,9 @@ void Planner::ExtendBatches(std::unique_lock<std::mutex>& lock) {
       }
       units.push_back(std::move(u));
     }
+    // Indexing the epoch's entries (a sort) needs no lock either.
+    std::optional<BatchStream::Prepared> prepared;
+    if (error.ok()) prepared = batches_->Prepare(*epoch, std::move(units));
     lock.lock();
     extending_ = false;
     if (next_epoch_ != *epoch) continue;
@@ -137,7 +140,7 @@ void Planner::ExtendBatches(std::unique_lock<std::mutex>& lock) {
       return;
     }
     std::vector<FileId> changed;
-    batches_->Append(*epoch, std::move(units), &changed);
+    batches_->Append(std::move(*prepared), &changed);
     next_epoch_ = *epoch + 1;
     RekeyAll(changed);
   }

@@ -56,8 +56,10 @@ Match MatchEpoch(const std::vector<std::vector<FileId>>& slots, const std::vecto
 std::optional<uint64_t> Planner::EpochToGenerate(bool urgent) const {
   if (!config_.enabled || next_epoch_ >= order_end_) return std::nullopt;
   if (batches_) {
-    // The epochs being read and the one after them.
-    if (next_epoch_ <= batches_->frontier_epoch() + 1) return next_epoch_;
+    // The epochs being read and the one after them; urgent (an open that
+    // waits) only for an epoch being read.
+    const uint64_t want = batches_->frontier_epoch() + (urgent ? 0 : 1);
+    if (next_epoch_ <= want) return next_epoch_;
     return std::nullopt;
   }
   if (stream_.empty()) return next_epoch_;
