@@ -22,11 +22,12 @@
 // Batch mode (batch_stream.hpp): when the input's BatchSource gives the start
 // epoch as a set of batches in unknown order, the unit is the batch. The first
 // open of a batch pins it: NextFetches hands out the unopened files of pinned
-// batches before anything else, and no fetch or admission evicts them; the
-// candidates not begun follow in a fixed order, whole batches at a time, then
-// the next epoch's. An open inside a begun batch is predicted; an open in no
-// candidate of a reader's epoch (or the next) is a deviation. No resync and
-// no lost state: the set of batches is exact, only their order is unknown.
+// batches before anything else, and no fetch or admission evicts them (only
+// Evictions may); the candidates not begun follow in a fixed order, whole
+// batches at a time, then the next epoch's. An open inside a begun batch is
+// predicted; an open in no batch of the epochs being read is a deviation. No
+// resync and no lost state: the set of batches is exact, only their order is
+// unknown.
 //
 // How the daemon calls it:
 //   FUSE open of file f:   OpenResult r = OnOpen(f);
