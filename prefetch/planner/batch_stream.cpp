@@ -218,7 +218,6 @@ bool BatchStream::BeginRead(FileId file, std::vector<FileId>* changed, Located* 
       out->pinned = &re.units[best_u];
       if (--re.reads_left == 0) {
         // The epoch's last read began: the candidates not begun drop out.
-        out->exhausted = true;
         for (uint32_t u = re.lead; u < re.units.size(); ++u) {
           if (re.begun[u] < re.readers) {
             changed->insert(changed->end(), re.units[u].begin(), re.units[u].end());

@@ -88,7 +88,6 @@ class BatchStream {
     uint64_t epoch = 0;  // the epoch of the entry the open took
     // A candidate this open began (its files), or null.
     const std::vector<FileId>* pinned = nullptr;
-    bool exhausted = false;  // the open began an epoch's last read
   };
   // An open of `file`. Files whose key may have changed go to *changed.
   Located Open(FileId file, std::vector<FileId>* changed);
