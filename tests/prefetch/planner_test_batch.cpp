@@ -1,9 +1,11 @@
 // The planner in batch mode: epochs known only as sets of batches (Keras
 // fit(shuffle=True)), read by simulated readers in a random batch order.
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <numeric>
 #include <random>
+#include <thread>
 
 #include "prefetch/keras_flow.hpp"
 #include "prefetch/planner/node_sim.hpp"
@@ -527,4 +529,59 @@ TEST_CASE("Batch mode: opens the daemon never saw leave no lasting trace", "[uni
   REQUIRE(s.per_epoch.size() == 4);
   for (const pf::EpochCounts& c : s.per_epoch) CHECK(c.ready + c.stalls == c.opens);
   CHECK(s.per_epoch[3].ready == s.per_epoch[3].opens);
+}
+
+TEST_CASE("Batch mode: concurrent openers, fetcher and strays keep the budget",
+          "[unit][planner]") {
+  BatchJob job;
+  job.extra_files = 8;
+  job.Init();
+  pf::FakeClock clock;
+  const uint64_t budget = 4 * job.MaxBatchBytes();
+  // Two readers of one stream, each on its own thread; the fetcher and a
+  // stray reader (files in no batch, external evictions) on two more.
+  auto planner = BatchPlanner(job, {0, 0}, budget, 3, clock);
+  pf::Planner& p = *planner;
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> over{0};
+  auto check = [&] {
+    pf::PlannerStats s = p.Stats();
+    if (s.resident_bytes + s.in_flight_bytes > s.budget_bytes) ++over;
+  };
+  std::thread fetcher([&] {
+    while (!stop) {
+      pf::FetchPlan plan = p.NextFetches(8);
+      for (FileId f : plan.fetch) p.OnFetched(f, job.sizes[f]);
+      p.Maintain();
+      check();
+    }
+  });
+  std::thread stray([&] {
+    for (uint64_t i = 0; i < 64 || !stop; ++i) {  // at least 64, however threads run
+      FileId f = static_cast<FileId>(job.files + i % job.extra_files);
+      if (!p.OnOpen(f).ready && p.Admit(f, job.sizes[f]).admitted) p.OnFetched(f, job.sizes[f]);
+      if (i % 32 == 0) p.OnEvicted(static_cast<FileId>(i % job.files));
+      p.Positions();
+      check();
+    }
+  });
+  std::vector<std::thread> readers;
+  for (uint64_t g = 0; g < 2; ++g) {
+    readers.emplace_back([&, g] {
+      for (uint64_t e = 0; e < 3; ++e) {
+        for (FileId f : job.Reads(e, 700 + 10 * g + e)) p.OnOpen(f);
+      }
+    });
+  }
+  for (auto& t : readers) t.join();
+  stop = true;
+  fetcher.join();
+  stray.join();
+  pf::PlannerStats s = p.Stats();
+  CHECK(over == 0);
+  // Every stray open is a deviation or a repeat; the readers' opens are
+  // deviations only where the two threads ran an epoch apart.
+  CHECK(s.opens >= 2 * 3 * job.files + 64);
+  CHECK(s.deviations + s.repeat_opens >= 64);
+  CHECK(s.resident_bytes + s.in_flight_bytes <= s.budget_bytes);
 }
