@@ -153,9 +153,9 @@ uint64_t BatchStream::Key(FileId file) const {
   return best;
 }
 
-BatchStream::Located BatchStream::Open(FileId file, std::vector<FileId>* changed) {
+BatchStream::Located BatchStream::Open(FileId file, bool repeat, std::vector<FileId>* changed) {
   Located out;
-  if (!TakeBegun(file, &out)) BeginRead(file, changed, &out);
+  if (!TakeBegun(file, &out)) BeginRead(file, repeat, changed, &out);
   if (out.found) touched_ = std::max(touched_, out.epoch);
   return out;
 }
@@ -192,7 +192,23 @@ bool BatchStream::TakeBegun(FileId file, Located* out) {
   return true;
 }
 
-bool BatchStream::BeginRead(FileId file, std::vector<FileId>* changed, Located* out) {
+uint64_t BatchStream::OpenedMidBatch(FileId file) const {
+  for (const Epoch& e : epochs_) {
+    for (const RankEpoch& re : e.ranks) {
+      for (auto it = FirstOf(re.by_file, file); it != re.by_file.end() && std::get<0>(*it) == file;
+           ++it) {
+        const auto [f, u, pos] = *it;
+        if (re.pin[u] != 0 && re.opened[u][pos] > 0) return e.epoch;
+      }
+    }
+  }
+  return kNever;
+}
+
+bool BatchStream::BeginRead(FileId file, bool repeat, std::vector<FileId>* changed,
+                            Located* out) {
+  // Opened again in the middle of its batch: no later epoch begins with it.
+  const uint64_t mid_batch = repeat ? OpenedMidBatch(file) : kNever;
   for (Epoch& e : epochs_) {
     // Lead units before candidates: the lowest unit number that wants a read.
     RankEpoch* best = nullptr;
@@ -201,11 +217,12 @@ bool BatchStream::BeginRead(FileId file, std::vector<FileId>* changed, Located* 
       for (auto it = FirstOf(re.by_file, file); it != re.by_file.end() && std::get<0>(*it) == file;
            ++it) {
         const uint32_t u = std::get<1>(*it);
-        if (Wanted(re, u) && (best == nullptr || u < best_u)) {
+        const bool fits = Wanted(re, u) && (e.epoch <= mid_batch || re.readers > 1);
+        if (fits && (best == nullptr || u < best_u)) {
           best = &re;
           best_u = u;
         }
-        if (Wanted(re, u)) break;
+        if (fits) break;
       }
     }
     if (best == nullptr) continue;

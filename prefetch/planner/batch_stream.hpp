@@ -89,8 +89,13 @@ class BatchStream {
     // A candidate this open began (its files), or null.
     const std::vector<FileId>* pinned = nullptr;
   };
-  // An open of `file`. Files whose key may have changed go to *changed.
-  Located Open(FileId file, std::vector<FileId>* changed);
+  // An open of `file`. `repeat`: the file was opened moments ago. If that
+  // open was in a batch read still under way, a single reader is opening it
+  // twice (a library that does), so this open begins no read in a later
+  // epoch; with several readers of the rank it may be another reader's. (A
+  // batch's last file opened twice cannot be told from the first file of a
+  // next-epoch batch.) Files whose key may have changed go to *changed.
+  Located Open(FileId file, bool repeat, std::vector<FileId>* changed);
 
   uint64_t Key(FileId file) const;
 
@@ -189,7 +194,10 @@ class BatchStream {
   const Epoch* Find(uint64_t epoch) const;
   Epoch* Find(uint64_t epoch);
   bool TakeBegun(FileId file, Located* out);
-  bool BeginRead(FileId file, std::vector<FileId>* changed, Located* out);
+  bool BeginRead(FileId file, bool repeat, std::vector<FileId>* changed, Located* out);
+  // The earliest epoch in which a begun read still under way has opened
+  // `file`, or kNever.
+  uint64_t OpenedMidBatch(FileId file) const;
   void Forget(Epoch& e, std::vector<FileId>* changed);
 
   // Fixed at construction.

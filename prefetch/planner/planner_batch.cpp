@@ -9,7 +9,7 @@ namespace clairfs::prefetch {
 void Planner::OnBatchOpen(FileId file, bool repeat, OpenResult* r,
                           std::unique_lock<std::mutex>& lock) {
   std::vector<FileId> changed;
-  BatchStream::Located at = batches_->Open(file, &changed);
+  BatchStream::Located at = batches_->Open(file, repeat, &changed);
   if (at.pinned != nullptr) {
     ++stats_.batches_pinned;
     const bool whole = std::all_of(at.pinned->begin(), at.pinned->end(), [&](FileId f) {

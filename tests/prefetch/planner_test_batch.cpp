@@ -585,3 +585,35 @@ TEST_CASE("Batch mode: concurrent openers, fetcher and strays keep the budget",
   CHECK(s.deviations + s.repeat_opens >= 64);
   CHECK(s.resident_bytes + s.in_flight_bytes <= s.budget_bytes);
 }
+
+TEST_CASE("Batch mode: a file opened twice inside its batch is a repeat, not the next epoch's",
+          "[unit][planner]") {
+  BatchJob job;
+  job.Init();
+  pf::FakeClock clock;
+  auto planner = BatchPlanner(job, {0}, job.total, 3, clock);
+  pf::NodeSim sim(*planner, clock, job.sizes, SimOptions(job, 0, 0));
+  uint64_t doubled = 0;
+  for (uint64_t e = 0; e < 2; ++e) {
+    // Every file but each batch's last one opened twice in a row (the last
+    // one's second open cannot be told from a next-epoch batch's first).
+    std::vector<FileId> reads = job.Reads(e, 800 + e), opens;
+    for (size_t i = 0; i < reads.size(); ++i) {
+      opens.push_back(reads[i]);
+      if (i % job.batch != job.batch - 1) {
+        opens.push_back(reads[i]);
+        ++doubled;
+      }
+    }
+    sim.OpenSequence(opens);
+  }
+  RequireClean(sim.report());
+  pf::PlannerStats s = planner->Stats();
+  CHECK(s.deviations == 0);
+  CHECK(s.repeat_opens == doubled);
+  REQUIRE(s.per_epoch.size() == 2);
+  CHECK(s.per_epoch[0].opens == job.files);
+  CHECK(s.per_epoch[1].opens == job.files);
+  CHECK(s.batches_pinned == 2 * job.batches());
+  CHECK(planner->Positions()[0].epoch == 2);
+}

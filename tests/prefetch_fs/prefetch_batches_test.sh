@@ -65,23 +65,27 @@ import glob, json, sys
 stats, readers, exact = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
 files, batch, epochs, lead, budget = map(int, sys.argv[4:9])
 work = sys.argv[9]
-p = json.load(open(stats))["prefetch"]
+everything = json.load(open(stats))
+p, watcher = everything["prefetch"], everything["open_watcher"]
 per = p["per_epoch"]
-print("batch mode %s: opens %d ready %d stalls %d deviations %d resyncs %d, batches pinned %d "
+print("open events %s, batch mode %s: opens %d ready %d stalls %d deviations %d resyncs %d, batches pinned %d "
       "(ready at pin %d), fetched %d, peak %d of %d; per epoch %s"
-      % (p["batch_mode"], p["opens"], p["ready"], p["stalls"], p["deviations"], p["resyncs"],
+      % (watcher.get("events"), p["batch_mode"], p["opens"], p["ready"], p["stalls"], p["deviations"], p["resyncs"],
          p["batches"]["pinned"], p["batches"]["ready_at_pin"], p["fetched"], p["peak_used_bytes"],
          budget, [(e["epoch"], e["opens"], e["ready"], e["stalls"], e["deviations"]) for e in per]))
 assert p["batch_mode"] is True and p["enabled"] is True and p["lost"] is False, p
 assert [e["epoch"] for e in per] == list(range(epochs)), per
 for e in per:
     want = readers * (files + (lead * batch if e["epoch"] == 0 else 0))
-    # inotify merges an open with an identical one queued just before it.
-    assert e["opens"] == want if exact else want * 0.95 <= e["opens"] <= want, (want, e)
+    # Through inotify some opens never arrive (2-5% here, once 11% of an
+    # epoch: merged events); every one that does is counted.
+    assert e["opens"] == want if exact else want * 0.8 <= e["opens"] <= want, (want, e)
     assert e["deviations"] == 0 and e["resyncs"] == 0, e
     if e["epoch"] > 0:
         assert e["ready"] == e["opens"] and e["stalls"] == 0, e
 assert p["deviations"] == 0 and p["resync_attempts"] == 0, p
+if not exact:
+    assert p["opens"] == watcher["events"], (p["opens"], watcher)
 assert p["peak_used_bytes"] <= budget and p["max_held_bytes"] <= budget, p
 if exact:
     assert p["batches"]["pinned"] == readers * epochs * files // batch, p
@@ -113,6 +117,19 @@ mount_dataset "$WORK/out" "$WORK/mnt2" "$WORK/daemon2.log" "${PREFETCH_ARGS[@]}"
 wait_log "$WORK/daemon2.log" "local readers of one shared stream \[0,0\]"
 wait_log "$WORK/daemon2.log" "opens seen through inotify"
 read_epochs "$WORK/mnt2" shared 2
+# inotify reports opens after the fact: let the watcher drain its queue (the
+# count stops moving) before reading the stats.
+"$PY" - "$WORK/mnt2/.clairfs/stats.json" <<'PYEOF'
+import json, sys, time
+last, still = -1, 0
+for _ in range(100):
+    opens = json.load(open(sys.argv[1]))["prefetch"]["opens"]
+    still = still + 1 if opens == last else 0
+    if still >= 5:
+        break
+    last = opens
+    time.sleep(0.1)
+PYEOF
 cp "$WORK/mnt2/.clairfs/stats.json" "$WORK/stats.shared"
 check "$WORK/stats.shared" 2 0 || { cat "$WORK/stats.shared"; fail "shared readers: stats check"; }
 echo "PASS: batch mode through the mount"
