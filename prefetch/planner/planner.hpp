@@ -49,6 +49,10 @@
 // randperm of the dataset) runs outside the mutex, in NextFetches or Maintain
 // (prefetch threads) an epoch ahead of need; OnOpen generates only when a rank
 // would otherwise run out of prediction, or to resync. No call blocks on I/O.
+// In batch mode an open costs O(materialised epochs x log entries) plus the
+// batch it begins; beginning an epoch's last read or dropping an epoch rekeys
+// that epoch's resident files (O(entries of one epoch)); an epoch is generated
+// and indexed outside the mutex.
 #pragma once
 
 #include <cstddef>
