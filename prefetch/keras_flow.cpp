@@ -234,4 +234,21 @@ Result<std::vector<Index>> KerasFlow::Order(uint64_t rank, uint64_t epoch) const
   return out;
 }
 
+Result<std::optional<BatchEpoch>> KerasFlow::Batches(uint64_t rank, uint64_t epoch) const {
+  if (rank != 0) return Status::InvalidArgument("flow_from_directory has one consumer, rank 0");
+  if (batch_order_exact()) return std::optional<BatchEpoch>();
+  auto batches = EpochBatches(epoch);
+  if (!batches.ok()) return batches.status();
+  BatchEpoch out;
+  out.batches = std::move(batches).value();
+  out.reads = batches_per_epoch();
+  if (epoch == 0) {
+    // The spec batches run in index order, before fit's shuffled epoch.
+    auto pre = PreTrainingBatches();
+    if (!pre.ok()) return pre.status();
+    out.lead = std::move(pre).value();
+  }
+  return std::optional<BatchEpoch>(std::move(out));
+}
+
 }  // namespace clairfs::prefetch

@@ -115,6 +115,10 @@ class KerasFlow final : public Sampler {
   // The epoch's batches concatenated; epoch 0 of fit starts with the
   // pre-training batches (they are opened too).
   Result<std::vector<Index>> Order(uint64_t rank, uint64_t epoch) const override;
+  // fit with shuffle=True: EpochBatches as the candidates, every one read
+  // (reads = batches_per_epoch()); epoch 0's lead is PreTrainingBatches(),
+  // whose order is known. nullopt otherwise (Order() is the read order).
+  Result<std::optional<BatchEpoch>> Batches(uint64_t rank, uint64_t epoch) const override;
 
  private:
   KerasFlow() = default;

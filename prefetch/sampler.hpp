@@ -6,9 +6,16 @@
 // that maps them to paths. Implementations are immutable after construction, so
 // every const method is thread-safe; Order() may be called for any (rank, epoch)
 // in any order and always returns the same answer.
+//
+// Some frameworks fix the files of every batch but run the batches of an epoch
+// in an order nobody can know (Keras fit(shuffle=True) draws it from Python's
+// unseeded `random`). Such a sampler also answers Batches(): the epoch as a
+// set of batches. Order() then still lists the batches in batch-index order,
+// which is a listing, not a read order.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -18,6 +25,19 @@ namespace clairfs::prefetch {
 
 // Position of a sample in the framework's dataset (ImageFolder index and the like).
 using Index = uint64_t;
+
+// An epoch whose batches run in an unknown order (Sampler::Batches).
+struct BatchEpoch {
+  // Read first, in this order, before any candidate (Keras fit reads its
+  // tensor-spec batches before epoch 0); usually empty.
+  std::vector<std::vector<Index>> lead;
+  // The candidate batches, each one's indices exact; their order means nothing.
+  std::vector<std::vector<Index>> batches;
+  // Batch reads the epoch makes after the lead, each a different candidate
+  // read whole: batches.size() when every candidate is read, fewer when the
+  // epoch reads only some of them (which ones is unknown).
+  uint64_t reads = 0;
+};
 
 class Sampler {
  public:
@@ -46,6 +66,14 @@ class Sampler {
       out.push_back(std::move(one).value());
     }
     return out;
+  }
+
+  // The epoch as a set of batches when their order is unknowable; nullopt
+  // (the default) when Order() is the read order. Errors as Order().
+  virtual Result<std::optional<BatchEpoch>> Batches(uint64_t rank, uint64_t epoch) const {
+    (void)rank;
+    (void)epoch;
+    return std::optional<BatchEpoch>();
   }
 };
 

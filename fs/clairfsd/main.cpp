@@ -258,7 +258,10 @@ int main(int argc, char** argv) {
                                      (job->shared_stream ? ", local readers of one shared stream ["
                                                          : ", local ranks [") +
                                      ranks + "], budget " +
-                                     std::to_string(job->config.budget_bytes) + " bytes");
+                                     std::to_string(job->config.budget_bytes) + " bytes" +
+                                     (planner->batch_mode()
+                                          ? "; batch mode (the batch order is unknowable)"
+                                          : ""));
     fs::PrefetchEngineOptions eo;
     eo.threads = config.prefetch_threads;
     eo.open_wait = std::chrono::milliseconds(config.prefetch_wait_ms);

@@ -168,6 +168,8 @@ Result<PrefetchJob> BuildPrefetchJob(const Config& config, const format::Manifes
     job.input.file_size[n] = manifest.IsDirectory(n) ? 0 : manifest.node(n).size;
   }
   job.input.order = pf::OrderSourceFromSampler(job.order->sampler());
+  // Samplers whose batch order is unknowable put the planner in batch mode.
+  job.input.batches = pf::BatchSourceFromSampler(job.order->sampler());
 
   pf::PlannerConfig& pc = job.config;
   const uint64_t world = config.prefetch_world_size;

@@ -93,6 +93,11 @@ std::string PrefetchEngine::StatsJson() const {
       .Add("evictions", Get(c.evictions))
       .Add("short_budget_stops", p.short_budget_stops)
       .Add("order_errors", p.order_errors)
+      .Bool("batch_mode", p.batch_mode)
+      .Raw("batches", Obj()
+                          .Add("pinned", p.batches_pinned)
+                          .Add("ready_at_pin", p.batches_ready)
+                          .Done())
       .Raw("page_cache", push.Done())
       .Raw("per_epoch", epochs);
   return out.Done();

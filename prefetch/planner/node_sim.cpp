@@ -1,6 +1,7 @@
 #include "prefetch/planner/node_sim.hpp"
 
 #include <algorithm>
+#include <random>
 
 #include "prefetch/planner/loader_sim.hpp"
 
@@ -11,6 +12,20 @@ double NodeSimReport::ReadyFraction(uint64_t from) const {
   uint64_t n = 0;
   for (uint64_t i = from; i < ready.size(); ++i) n += ready[i];
   return static_cast<double>(n) / static_cast<double>(ready.size() - from);
+}
+
+std::vector<FileId> KerasFitReads(const std::vector<std::vector<FileId>>& lead,
+                                  const std::vector<std::vector<FileId>>& batches,
+                                  uint64_t reads, uint64_t seed) {
+  std::vector<FileId> out;
+  for (const auto& b : lead) out.insert(out.end(), b.begin(), b.end());
+  std::vector<size_t> order(batches.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::mt19937_64 rng(seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  order.resize(std::min<uint64_t>(reads, order.size()));
+  for (size_t i : order) out.insert(out.end(), batches[i].begin(), batches[i].end());
+  return out;
 }
 
 NodeSim::NodeSim(Planner& planner, FakeClock& clock, std::vector<uint64_t> file_sizes,

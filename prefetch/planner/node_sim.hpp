@@ -46,6 +46,15 @@ struct NodeSimReport {
   double ReadyFraction(uint64_t from) const;
 };
 
+// One epoch of a Keras fit over a Sequence with model.fit(shuffle=True), as
+// one reader opens it: `lead` in order, then `reads` of the candidate
+// `batches` (all when reads >= their count) in an order drawn from `seed` (in
+// place of Python's unseeded random), each batch's files in order. Flattened:
+// give it to RunEpoch with the loader's batch_size = the batches' length.
+std::vector<FileId> KerasFitReads(const std::vector<std::vector<FileId>>& lead,
+                                  const std::vector<std::vector<FileId>>& batches,
+                                  uint64_t reads, uint64_t seed);
+
 class NodeSim {
  public:
   NodeSim(Planner& planner, FakeClock& clock, std::vector<uint64_t> file_sizes,

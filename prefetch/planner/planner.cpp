@@ -9,10 +9,20 @@ Result<std::unique_ptr<Planner>> Planner::Create(PlannerConfig config, PlannerIn
   Result<PlannerShape> shape = ValidatePlannerConfig(config, input);
   if (!shape.ok()) return shape.status();
   std::unique_ptr<Planner> p(new Planner(std::move(config), std::move(input), *shape, clock));
+  if (p->config_.enabled && p->input_.batches) {
+    // The start epoch says whether the epochs are sets of batches.
+    auto probe = p->input_.batches(p->config_.local_ranks.front(), p->config_.start_epoch);
+    if (!probe.ok()) return probe.status();
+    if (probe->has_value()) {
+      p->batches_ = std::make_unique<BatchStream>(p->config_.local_ranks, p->config_.start_epoch);
+      p->stats_.batch_mode = true;
+    }
+  }
   if (p->config_.enabled) {
     std::unique_lock<std::mutex> lock(p->mu_);
     p->Extend(lock);
-    if (p->stream_.empty() && !p->order_error_.ok()) return p->order_error_;
+    const bool none = p->batches_ ? p->batches_->empty() : p->stream_.empty();
+    if (none && !p->order_error_.ok()) return p->order_error_;
   }
   return p;
 }
@@ -54,6 +64,10 @@ OpenResult Planner::OnOpen(FileId file) {
   Remember(file);
   if (!config_.enabled) return r;
   failures_.erase(file);
+  if (batches_) {
+    OnBatchOpen(file, repeat, &r, lock);
+    return r;
+  }
 
   // The entries of `file` are chained in time order; take the first one that
   // lies in its rank's window.
@@ -160,10 +174,22 @@ uint64_t Planner::MaxHead() const {
 uint64_t Planner::EffectiveKey(FileId f) const {
   // A file just opened is being read: treat it as needed now.
   if (pinned_.count(f) != 0) return 0;
-  return config_.enabled ? stream_.NextUse(f) : kNever;
+  return config_.enabled ? NextUse(f) : kNever;
 }
 
-void Planner::Rekey(FileId f) { resident_.Rekey(f, EffectiveKey(f)); }
+uint64_t Planner::NextUse(FileId f) const {
+  return batches_ ? batches_->Key(f) : stream_.NextUse(f);
+}
+
+uint64_t Planner::VictimBound(uint64_t key) const {
+  return batches_ && key < kBatchUnpinned ? kBatchUnpinned - 1 : key;
+}
+
+void Planner::Rekey(FileId f) {
+  // Only a resident file has a key to keep (the key may cost a lookup).
+  if (resident_.state(f) != ResidentSet::State::kResident) return;
+  resident_.Rekey(f, EffectiveKey(f));
+}
 
 void Planner::RekeyAll(const std::vector<FileId>& files) {
   for (FileId f : files) Rekey(f);
@@ -230,6 +256,11 @@ void Planner::DropPassedEpochs() {
 }
 
 void Planner::RewindScan(FileId f) {
+  if (batches_) {
+    uint64_t k = batches_->Key(f);
+    if (k >= kBatchUnpinned && k < batch_scan_) batch_scan_ = k;
+    return;
+  }
   uint64_t t = stream_.NextUse(f);
   if (t != kNever && t < scan_) scan_ = t;
 }
@@ -269,7 +300,10 @@ PlannerStats Planner::Stats() const {
   s.in_flight_bytes = resident_.in_flight_bytes();
   s.resident_files = resident_.resident_files();
   s.in_flight_files = resident_.in_flight_files();
-  if (config_.enabled) {
+  if (batches_) {
+    s.epoch = batches_->current_epoch();
+    ComputeBatchLead(&s);
+  } else if (config_.enabled) {
     uint64_t epoch, offset;
     uint64_t min_tail = *std::min_element(tail_.begin(), tail_.end());
     s.epoch = stream_.Locate(min_tail, &epoch, &offset) ? epoch : next_epoch_;
@@ -298,7 +332,13 @@ std::vector<RankPosition> Planner::Positions() const {
   for (uint32_t g = 0; g < shape_.ranks; ++g) {
     RankPosition p;
     p.rank = config_.local_ranks[g];
-    if (!stream_.Locate(head_[g], &p.epoch, &p.offset)) {
+    if (batches_) {
+      // Batch mode: the offset counts the candidate batches begun (by all
+      // readers of the rank, for a shared stream).
+      BatchStream::RankPosition b = batches_->Position(p.rank);
+      p.epoch = b.epoch;
+      p.offset = b.reads;
+    } else if (!stream_.Locate(head_[g], &p.epoch, &p.offset)) {
       p.epoch = next_epoch_;
       p.offset = 0;
     }

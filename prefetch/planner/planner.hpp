@@ -19,6 +19,16 @@
 // before it is handed out, and OnFetched returns what must go when a file
 // turned out larger than reserved.
 //
+// Batch mode (batch_stream.hpp): when the input's BatchSource gives the start
+// epoch as a set of batches in unknown order, the unit is the batch. The first
+// open of a batch pins it: NextFetches hands out the unopened files of pinned
+// batches before anything else, and no fetch or admission evicts them (only
+// Evictions may); the candidates not begun follow in a fixed order, whole
+// batches at a time, then the next epoch's. An open inside a begun batch is
+// predicted; an open in no batch of the epochs being read is a deviation. No
+// resync and no lost state: the set of batches is exact, only their order is
+// unknown.
+//
 // How the daemon calls it:
 //   FUSE open of file f:   OpenResult r = OnOpen(f);
 //                          if (!r.ready) { wait or read on demand; EndStall(r); }
@@ -39,6 +49,10 @@
 // randperm of the dataset) runs outside the mutex, in NextFetches or Maintain
 // (prefetch threads) an epoch ahead of need; OnOpen generates only when a rank
 // would otherwise run out of prediction, or to resync. No call blocks on I/O.
+// In batch mode an open costs O(materialised epochs x log entries) plus the
+// batch it begins; beginning an epoch's last read or dropping an epoch rekeys
+// that epoch's resident files (O(entries of one epoch)); an epoch is generated
+// and indexed outside the mutex.
 #pragma once
 
 #include <cstddef>
@@ -51,6 +65,7 @@
 #include <vector>
 
 #include "partitioner/format/status.hpp"
+#include "prefetch/planner/batch_stream.hpp"
 #include "prefetch/planner/clock.hpp"
 #include "prefetch/planner/future_stream.hpp"
 #include "prefetch/planner/planner_config.hpp"
@@ -134,6 +149,8 @@ class Planner {
   PlannerStats Stats() const;
   std::vector<RankPosition> Positions() const;
   const PlannerShape& shape() const { return shape_; }
+  // Whether the planner runs in batch mode (fixed at Create).
+  bool batch_mode() const { return batches_ != nullptr; }
 
  private:
   Planner(PlannerConfig config, PlannerInput input, PlannerShape shape, const Clock& clock);
@@ -159,6 +176,18 @@ class Planner {
   EpochCounts& EpochOf(uint64_t t);
   std::vector<std::vector<FileId>> ToFiles(const std::vector<std::vector<Index>>& orders) const;
   void ComputeLead(PlannerStats* s) const;
+  // The key victims must exceed for a file with eviction key `key` to make
+  // room: in batch mode nothing evicts a pinned batch's files.
+  uint64_t VictimBound(uint64_t key) const;
+  uint64_t NextUse(FileId f) const;  // the stream's or the batches' key
+
+  // Batch mode (planner_batch.cpp).
+  void OnBatchOpen(FileId file, bool repeat, OpenResult* r, std::unique_lock<std::mutex>& lock);
+  void BatchFetches(size_t max, FetchPlan* plan);
+  // Plans `f` (absent) with its victims; false when no room can be made.
+  bool PlanBatchFetch(FileId f, FetchPlan* plan);
+  void ExtendBatches(std::unique_lock<std::mutex>& lock);
+  void ComputeBatchLead(PlannerStats* s) const;
 
   // Extension and resync (planner_resync.cpp).
   // The epoch to generate next, if one is needed; `urgent` only when a
@@ -179,6 +208,8 @@ class Planner {
   ResidentSet resident_;
   std::vector<uint64_t> head_;  // by slot: one past the furthest entry located
   std::vector<uint64_t> tail_;  // by slot: first entry that may still be opened
+  std::unique_ptr<BatchStream> batches_;  // batch mode; set once, in Create
+  uint64_t batch_scan_ = kBatchUnpinned;  // batch mode's scan_: an unpinned key
   uint64_t next_epoch_ = 0;     // the epoch Extend appends next
   uint64_t order_end_ = 0;      // no epoch at or after this is generated
   Status order_error_;          // the order source's last failure

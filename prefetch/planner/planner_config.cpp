@@ -12,6 +12,11 @@ OrderSource OrderSourceFromSampler(const Sampler& sampler) {
   };
 }
 
+BatchSource BatchSourceFromSampler(const Sampler& sampler) {
+  const Sampler* s = &sampler;
+  return [s](uint64_t rank, uint64_t epoch) { return s->Batches(rank, epoch); };
+}
+
 std::vector<uint64_t> BlockLocalRanks(uint64_t node, uint64_t ranks_per_node, uint64_t world_size) {
   std::vector<uint64_t> out;
   for (uint64_t r = node * ranks_per_node; r < (node + 1) * ranks_per_node && r < world_size; ++r) {

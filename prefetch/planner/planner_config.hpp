@@ -3,7 +3,8 @@
 // PlannerConfig holds the node's local ranks, the epochs, the DataLoader shape,
 // the RAM budget and the tuning knobs (every field has a default and a
 // comment). PlannerInput holds the data: where the per-epoch orders come from
-// (an OrderSource, normally a Sampler's OrderRanks), the dataset index -> file
+// (an OrderSource, normally a Sampler's OrderRanks, or a BatchSource when the
+// epochs are sets of batches in unknown order), the dataset index -> file
 // id map and the size of every file id. Value types; thread-compatible. An
 // OrderSource must be callable from any thread (Sampler::OrderRanks is).
 #pragma once
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "partitioner/format/status.hpp"
@@ -29,6 +31,14 @@ using OrderSource = std::function<Result<std::vector<std::vector<Index>>>(
 
 // An OrderSource over `sampler`, which must outlive every use of the result.
 OrderSource OrderSourceFromSampler(const Sampler& sampler);
+
+// Epoch `epoch` of rank `rank` as a set of batches, or nullopt when its
+// order is known (Sampler::Batches's contract).
+using BatchSource =
+    std::function<Result<std::optional<BatchEpoch>>(uint64_t rank, uint64_t epoch)>;
+
+// A BatchSource over `sampler`, which must outlive every use of the result.
+BatchSource BatchSourceFromSampler(const Sampler& sampler);
 
 // Slurm's block distribution: node `node` holds ranks [node*G, (node+1)*G),
 // clipped to world_size.
@@ -84,6 +94,10 @@ struct PlannerConfig {
 
 struct PlannerInput {
   OrderSource order;                  // required when enabled
+  // Optional. When it gives the start epoch as a set of batches, the planner
+  // runs in batch mode (docs/prefetch.md): every epoch must then come as
+  // batches, and `order` is not used.
+  BatchSource batches;
   std::vector<FileId> file_of_index;  // dataset index -> file id (kNoFile: not served)
   std::vector<uint64_t> file_size;    // bytes, by file id
 };

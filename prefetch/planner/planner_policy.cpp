@@ -10,6 +10,11 @@ FetchPlan Planner::NextFetches(size_t max) {
   std::unique_lock<std::mutex> lock(mu_);
   FetchPlan plan;
   if (!config_.enabled || lost_ || max == 0) return plan;
+  if (batches_) {
+    BatchFetches(max, &plan);
+    if (EpochToGenerate().has_value()) Extend(lock);
+    return plan;
+  }
   // Everything before scan_ is resident, in flight, opened or skipped; the
   // scan resumes where it stopped, so each entry is visited O(1) times
   // between rewinds.
@@ -68,7 +73,7 @@ std::vector<FileId> Planner::OnFetched(FileId file, uint64_t bytes) {
   uint64_t already = resident_.bytes(file);
   if (bytes > already && bytes - already > resident_.free()) {
     std::vector<FileId> victims;
-    bool ok = resident_.PickVictims(bytes - already, EffectiveKey(file), &victims);
+    bool ok = resident_.PickVictims(bytes - already, VictimBound(EffectiveKey(file)), &victims);
     if (!ok || std::find(victims.begin(), victims.end(), file) != victims.end()) {
       resident_.Remove(file);
       drop.push_back(file);
@@ -134,9 +139,9 @@ Admission Planner::Admit(FileId file, uint64_t bytes) {
   // The read being served needs the bytes now whatever happens; what counts
   // is the file's next use after it. Lost or disabled, every key is kNever
   // and the oldest files make room (FIFO).
-  uint64_t next = config_.enabled && !lost_ ? stream_.NextUse(file) : kNever;
+  uint64_t next = config_.enabled && !lost_ ? NextUse(file) : kNever;
   std::vector<FileId> victims;
-  if (!resident_.PickVictims(bytes, next, &victims)) {
+  if (!resident_.PickVictims(bytes, VictimBound(next), &victims)) {
     ++stats_.rejections;
     return a;
   }

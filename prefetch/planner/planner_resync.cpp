@@ -55,6 +55,13 @@ Match MatchEpoch(const std::vector<std::vector<FileId>>& slots, const std::vecto
 
 std::optional<uint64_t> Planner::EpochToGenerate(bool urgent) const {
   if (!config_.enabled || next_epoch_ >= order_end_) return std::nullopt;
+  if (batches_) {
+    // The epochs being read and the one after them; urgent (an open that
+    // waits) only for an epoch being read.
+    const uint64_t want = batches_->frontier_epoch() + (urgent ? 0 : 1);
+    if (next_epoch_ <= want) return next_epoch_;
+    return std::nullopt;
+  }
   if (stream_.empty()) return next_epoch_;
   // Tiny or empty epochs would otherwise be generated without end.
   constexpr uint64_t kMaxMaterialisedEpochs = 256;
@@ -72,6 +79,10 @@ std::optional<uint64_t> Planner::EpochToGenerate(bool urgent) const {
 }
 
 void Planner::Extend(std::unique_lock<std::mutex>& lock) {
+  if (batches_) {
+    ExtendBatches(lock);
+    return;
+  }
   while (!extending_) {
     std::optional<uint64_t> epoch = EpochToGenerate();
     if (!epoch) return;

@@ -17,7 +17,7 @@ struct EpochCounts {
   uint64_t ready = 0;       // resident at the open
   uint64_t stalls = 0;      // not resident: waited or read on demand
   uint64_t deviations = 0;  // located nowhere
-  uint64_t resyncs = 0;     // jumps made while in this epoch
+  uint64_t resyncs = 0;     // jumps made while in this epoch (none in batch mode)
 };
 
 struct PlannerStats {
@@ -40,6 +40,11 @@ struct PlannerStats {
   uint64_t resyncs = 0;       // jumps to a new position
   uint64_t epoch = 0;         // epoch of the furthest-behind local rank
   uint64_t order_errors = 0;  // the order source failed for an epoch
+
+  // Batch mode: the epochs are sets of batches in unknown order.
+  bool batch_mode = false;
+  uint64_t batches_pinned = 0;  // candidate batches begun (by their first open)
+  uint64_t batches_ready = 0;   // of those, wholly resident at that open
 
   // Policy.
   uint64_t fetches_planned = 0;     // files handed out by NextFetches
@@ -68,6 +73,9 @@ struct PlannerStats {
   // that is not. Files and bytes count entries (a file used twice counts
   // twice); steps is how far that reaches past the furthest-behind rank's
   // open frontier, in per-rank entries (compare with W x pf x batch).
+  // Batch mode: files and bytes count the resident entries the readers still
+  // have to open in their current epochs, and steps the candidate batches
+  // not begun there that are wholly resident (summed over readers).
   uint64_t lead_files = 0;
   uint64_t lead_bytes = 0;
   uint64_t lead_steps = 0;

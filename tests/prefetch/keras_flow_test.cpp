@@ -122,3 +122,35 @@ TEST_CASE("keras-flow fit is refused for Keras 3 before 3.7", "[keras_flow]") {
   o.version = {2, 15, 0};
   CHECK(pf::KerasFlow::Create(l, o).ok());
 }
+
+TEST_CASE("keras-flow fit with shuffle gives its epochs as sets of batches", "[keras_flow]") {
+  pf::Listing l;
+  for (int i = 0; i < 12; ++i) l.files.push_back("a/" + std::to_string(i) + ".png");
+  pf::KerasFlowOptions o;
+  o.seed = 3;
+  o.batch_size = 4;
+  o.protocol = pf::KerasFlowOptions::Protocol::kFit;
+  for (pf::KerasVersion v : {pf::KerasVersion{3, 15, 0}, pf::KerasVersion{2, 15, 0}}) {
+    o.version = v;
+    auto flow = pf::KerasFlow::Create(l, o);
+    REQUIRE(flow.ok());
+    for (uint64_t epoch : {0, 1, 2}) {
+      auto b = flow->Batches(0, epoch);
+      REQUIRE(b.ok());
+      REQUIRE(b->has_value());
+      CHECK((*b)->batches == flow->EpochBatches(epoch).value());
+      CHECK((*b)->reads == 3);
+      // Only epoch 0 starts with the tensor-spec batches, in their known order.
+      auto pre = flow->PreTrainingBatches().value();
+      CHECK(pre.size() == (v.major >= 3 ? 2u : 1u));
+      CHECK((*b)->lead == (epoch == 0 ? pre : std::vector<std::vector<pf::Index>>{}));
+    }
+    CHECK_FALSE(flow->Batches(1, 0).ok());
+  }
+  // Known batch orders: Order() is the read order.
+  o.fit_shuffle = false;
+  CHECK_FALSE(pf::KerasFlow::Create(l, o)->Batches(0, 1)->has_value());
+  o.fit_shuffle = true;
+  o.protocol = pf::KerasFlowOptions::Protocol::kNext;
+  CHECK_FALSE(pf::KerasFlow::Create(l, o)->Batches(0, 1)->has_value());
+}
