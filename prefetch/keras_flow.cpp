@@ -136,9 +136,9 @@ Result<std::vector<Index>> KerasFlow::IndexArray(uint64_t epoch) const {
   auto draws = EpochDraws(epoch);
   if (!draws.ok()) return draws.status();
   const Draws& d = draws.value();
-  if (d.exact()) return PermutationAfter(d.reads_min, d.images.front());
+  if (d.exact()) return PermutationAfter(d.reads_min, d.calls.front());
   uint64_t n = index_.size();
-  if (d.reads_min == d.reads_max) {
+  if (d.reads_min == d.reads_max && d.repeats_max == 0) {
     // The last batch of the pass: its size, hence its draws, is unknown.
     return Status::InvalidArgument(
         "model.fit(shuffle=True) runs the batches in an order from Python's random, and the "
@@ -147,18 +147,13 @@ Result<std::vector<Index>> KerasFlow::IndexArray(uint64_t epoch) const {
         "epoch " + std::to_string(epoch) + "'s permutation: pass shuffle=False to model.fit "
         "(--fit-shuffle off) or use a batch size that divides " + std::to_string(n));
   }
-  bool keras3 = options_.version.major >= 3;
   return Status::InvalidArgument(
       "model.fit(steps_per_epoch=" + std::to_string(steps()) + ") below len(it) = " +
       std::to_string(batches_per_epoch()) + ": epoch " + std::to_string(epoch) +
-      "'s permutation is drawn by on_epoch_end after between " + std::to_string(d.reads_min) +
-      " and " + std::to_string(d.reads_max) + " batch reads (tf.data's prefetch reads ahead " +
-      "and races it), so only a set of candidates is known (KerasFlow::EpochPermutations); " +
-      "exact: epoch 0" + (keras3 ? " and every epoch that starts a pass over the batches (a " +
-                                       std::string("multiple of ") +
-                                       std::to_string(epochs_per_pass()) + ")"
-                                 : std::string()) +
-      ". For every epoch exact use steps_per_epoch=len(it) (or leave it out)");
+      "'s permutation is drawn by on_epoch_end while tf.data's prefetch reads batches ahead "
+      "(between " + std::to_string(d.reads_min) + " and " + std::to_string(d.reads_max) +
+      " reads before it), so only a set of candidates is known (--batches lists them); only "
+      "epoch 0 is exact. For every epoch exact use steps_per_epoch=len(it) (or leave it out)");
 }
 
 Result<std::vector<Index>> KerasFlow::ValidationIndexArray(uint64_t epoch) const {

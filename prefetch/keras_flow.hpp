@@ -75,6 +75,14 @@ struct KerasFlowAugment {
   static Result<KerasFlowAugment> Parse(std::string_view text);
   // The draws of one get_random_transform call.
   void Draw(NumpyRandomState& rng) const;
+  // The same draws as separate NumPy calls (each atomic under NumPy's lock;
+  // another thread may run between two of them).
+  struct Call {
+    enum class Kind { kDouble, kTwoDoubles, kChoice } kind = Kind::kDouble;
+    uint64_t population = 0;  // kChoice
+  };
+  std::vector<Call> Calls() const;
+  static void DrawCall(const Call& call, NumpyRandomState& rng);
 };
 
 struct KerasFlowOptions {
@@ -144,22 +152,31 @@ class KerasFlow final : public Sampler {
 
   // How the index array of an epoch was drawn: np.random.seed(seed + reads -
   // 1) by the last __getitem__ to start before on_epoch_end (reads counts
-  // every __getitem__ of the iterator, spec batches included), that call's
-  // augmentation draws for `images` of its images, then the permutation.
+  // every __getitem__ of the iterator, spec batches included), the first
+  // `calls` NumPy calls of that __getitem__'s augmentation draws
+  // (KerasFlowAugment::Calls per image), interleaved with up to repeats_max
+  // permutations of earlier on_epoch_end calls with no read between (Keras 3:
+  // an epoch whose batches were all read ahead), then the permutation.
   // reads 0: the permutation the first __getitem__ drew right after
-  // np.random.seed(seed) (tf.keras 2's epoch 0).
+  // np.random.seed(seed) (tf.keras 2's epoch 0). A count of reads that races
+  // tf.data's read-ahead leaves `calls` anywhere in that batch's draws.
   struct Draws {
     uint64_t reads_min = 0, reads_max = 0;
-    std::vector<uint64_t> images;  // the possible counts, ascending
-    bool exact() const { return reads_min == reads_max && images.size() == 1; }
+    std::vector<uint64_t> calls;  // the possible counts, ascending
+    uint64_t repeats_max = 0;     // earlier permutations: 0..repeats_max
+    bool exact() const {
+      return reads_min == reads_max && calls.size() == 1 && repeats_max == 0;
+    }
   };
   Result<Draws> EpochDraws(uint64_t epoch) const;
   // The index array on_epoch_end draws after `reads` __getitem__ calls, the
-  // last having drawn for `images` images (no validation iterator). The
-  // planner can call it with the count of batches it saw opened.
-  // InvalidArgument when images exceeds the batch size or the reseed is
-  // outside NumPy's range.
-  Result<std::vector<Index>> PermutationAfter(uint64_t reads, uint64_t images) const;
+  // last having made `calls` augmentation calls, with an earlier on_epoch_end
+  // permutation after each repeats_at[i] of them (ascending, <= calls; no
+  // validation iterator). The planner can call it with the count of batches
+  // it saw opened. InvalidArgument when calls exceeds a batch's, a repeat is
+  // out of order or the reseed is outside NumPy's range.
+  Result<std::vector<Index>> PermutationAfter(uint64_t reads, uint64_t calls,
+                                              const std::vector<uint64_t>& repeats_at = {}) const;
   static constexpr uint64_t kMaxCandidatePermutations = 4096;
 
   uint64_t world_size() const override { return 1; }

@@ -85,7 +85,7 @@ std::vector<uint64_t> KerasFlow::EpochBatchPositions(uint64_t epoch) const {
 
 Result<KerasFlow::Draws> KerasFlow::EpochDraws(uint64_t epoch) const {
   Draws d;
-  d.images = {0};
+  d.calls = {0};
   if (!options_.shuffle) return d;  // arange: nothing drawn
   uint64_t len = batches_per_epoch();
   uint64_t seed = *options_.seed;
@@ -107,10 +107,11 @@ Result<KerasFlow::Draws> KerasFlow::EpochDraws(uint64_t epoch) const {
   uint64_t per_pass = epochs_per_pass();
   uint64_t pass = epoch / per_pass;
   // The pass's last batch trained on: with shuffle=True any of them, so the
-  // short one (n % B images) or a full one.
-  std::vector<uint64_t> last_images = {BatchSize(len - 1)};
+  // short one (n % B images) or a full one; all its draws were made.
+  uint64_t per_image = options_.augment.Calls().size();
+  std::vector<uint64_t> last_calls = {BatchSize(len - 1) * per_image};
   if (options_.fit_shuffle && len > 1 && BatchSize(len - 1) != options_.batch_size) {
-    last_images.push_back(options_.batch_size);
+    last_calls.push_back(options_.batch_size * per_image);
   }
   bool pass_ended = keras3 ? epoch % per_pass == 0 : (epoch == 0 || steps() == len);
   if (pass_ended) {
@@ -121,54 +122,103 @@ Result<KerasFlow::Draws> KerasFlow::EpochDraws(uint64_t epoch) const {
       // tf.keras 2: the peeked x[0] drew it after np.random.seed(seed). Keras 3
       // fit calls epoch_iterator.reset() (on_epoch_end) after the spec batches.
       d.reads_min = d.reads_max = keras3 ? pre : 0;
-      d.images = {keras3 ? BatchSize(pre - 1) : 0};
+      d.calls = {keras3 ? BatchSize(pre - 1) * per_image : 0};
     } else {
       d.reads_min = d.reads_max = pre + pass * len;
-      d.images = last_images;
+      d.calls = last_calls;
+      // Keras 3: the pass's last batches may all have been read ahead in an
+      // earlier epoch of it; each epoch since then re-permuted with no reseed.
+      d.repeats_max = per_pass - 1;
     }
     return d;
   }
   // Drawn mid-pass (steps_per_epoch < len(it)): the trained-on batches have
   // been read, and tf.data may have read ahead up to the end of the pass
   // (tf.keras 2: of every earlier epoch's pass too), the last read started
-  // anywhere among its images.
+  // anywhere among its draws.
   if (keras3) {
     d.reads_min = pre + pass * len + (epoch % per_pass) * steps();
     d.reads_max = pre + (pass + 1) * len;
+    // Epochs of this pass after its first may have read nothing new (their
+    // batches read ahead): their on_epoch_end permuted without a reseed.
+    d.repeats_max = epoch % per_pass - 1;
   } else {
+    // Every epoch's new iterator reads its first batch after on_epoch_end:
+    // a reseed always separates two permutations.
     d.reads_min = pre + epoch * steps();
     d.reads_max = pre + epoch * len;
   }
-  d.images.resize(options_.batch_size + 1);
-  std::iota(d.images.begin(), d.images.end(), uint64_t{0});
+  d.calls.resize(options_.batch_size * per_image + 1);
+  std::iota(d.calls.begin(), d.calls.end(), uint64_t{0});
   return d;
 }
 
-Result<std::vector<Index>> KerasFlow::PermutationAfter(uint64_t reads, uint64_t images) const {
+Result<std::vector<Index>> KerasFlow::PermutationAfter(
+    uint64_t reads, uint64_t calls, const std::vector<uint64_t>& repeats_at) const {
   uint64_t n = index_.size();
   if (!options_.shuffle) {
     std::vector<Index> a(n);
     std::iota(a.begin(), a.end(), Index{0});
     return a;
   }
-  if (images > options_.batch_size) {
-    return Status::InvalidArgument("PermutationAfter: " + std::to_string(images) +
-                                   " images is more than batch_size " +
-                                   std::to_string(options_.batch_size));
+  std::vector<KerasFlowAugment::Call> per_image = options_.augment.Calls();
+  if (calls > options_.batch_size * per_image.size()) {
+    return Status::InvalidArgument("PermutationAfter: " + std::to_string(calls) +
+                                   " calls is more than a batch of " +
+                                   std::to_string(options_.batch_size) + " makes");
   }
-  uint64_t seed = *options_.seed;
-  if (reads == 0) return NumpyRandomState(static_cast<uint32_t>(seed)).Permutation(n);
-  if (seed + reads - 1 >= kSeedLimit) {
+  if (!std::is_sorted(repeats_at.begin(), repeats_at.end()) ||
+      (!repeats_at.empty() && repeats_at.back() > calls)) {
+    return Status::InvalidArgument("PermutationAfter: repeats_at must be ascending and <= calls");
+  }
+  uint64_t reseed = *options_.seed + (reads == 0 ? 0 : reads - 1);
+  if (reseed >= kSeedLimit) {
     return Status::InvalidArgument("np.random.seed(seed + total_batches_seen) = " +
-                                   std::to_string(seed + reads - 1) +
+                                   std::to_string(reseed) +
                                    " is >= 2^32: NumPy raises ValueError there");
   }
-  NumpyRandomState rng(static_cast<uint32_t>(seed + reads - 1));
+  NumpyRandomState rng(static_cast<uint32_t>(reseed));
+  if (reads == 0) calls = 0;  // the permutation the first call drew
   // The first __getitem__ found no index array: it drew one before its images.
   if (reads == 1) rng.Permutation(n);
-  for (uint64_t i = 0; i < images; ++i) options_.augment.Draw(rng);
+  size_t next = 0;
+  for (uint64_t i = 0; i <= calls; ++i) {
+    while (next < repeats_at.size() && repeats_at[next] == i) {
+      rng.Permutation(n);
+      ++next;
+    }
+    if (i < calls) KerasFlowAugment::DrawCall(per_image[i % per_image.size()], rng);
+  }
   return rng.Permutation(n);
 }
+
+namespace {
+
+// Every ascending sequence of `length` values in 0..top, passed to `emit`.
+template <typename F>
+void AscendingSequences(uint64_t length, uint64_t top, std::vector<uint64_t>& seq, F&& emit) {
+  if (seq.size() == length) {
+    emit(seq);
+    return;
+  }
+  for (uint64_t v = seq.empty() ? 0 : seq.back(); v <= top; ++v) {
+    seq.push_back(v);
+    AscendingSequences(length, top, seq, emit);
+    seq.pop_back();
+  }
+}
+
+// C(j + r, r), the count of those sequences, saturating at `cap` + 1.
+uint64_t CountSequences(uint64_t r, uint64_t j, uint64_t cap) {
+  uint64_t c = 1;
+  for (uint64_t i = 1; i <= r; ++i) {
+    c = c * (j + i) / i;
+    if (c > cap) return cap + 1;
+  }
+  return c;
+}
+
+}  // namespace
 
 Result<std::vector<std::vector<Index>>> KerasFlow::EpochPermutations(uint64_t epoch) const {
   std::vector<std::vector<Index>> out;
@@ -182,23 +232,39 @@ Result<std::vector<std::vector<Index>>> KerasFlow::EpochPermutations(uint64_t ep
   auto draws = EpochDraws(epoch);
   if (!draws.ok()) return draws.status();
   const Draws& d = draws.value();
-  uint64_t count = (d.reads_max - d.reads_min + 1) * d.images.size();
+  uint64_t count = 0;
+  for (uint64_t calls : d.calls) {
+    for (uint64_t r = 0; r <= d.repeats_max; ++r) {
+      count += CountSequences(r, calls, kMaxCandidatePermutations);
+    }
+  }
+  count *= d.reads_max - d.reads_min + 1;
   if (count > kMaxCandidatePermutations) {
     return Status::InvalidArgument(
-        "epoch " + std::to_string(epoch) + " has " + std::to_string(count) +
-        " candidate permutations (reads " + std::to_string(d.reads_min) + ".." +
-        std::to_string(d.reads_max) + "): more than " +
-        std::to_string(kMaxCandidatePermutations) +
-        "; use PermutationAfter with the count of batches seen");
+        "epoch " + std::to_string(epoch) + " has more than " +
+        std::to_string(kMaxCandidatePermutations) + " candidate permutations (reads " +
+        std::to_string(d.reads_min) + ".." + std::to_string(d.reads_max) +
+        "); use PermutationAfter with the count of batches seen");
   }
-  for (uint64_t r = d.reads_min; r <= d.reads_max; ++r) {
-    for (uint64_t images : d.images) {
-      auto a = PermutationAfter(r, images);
-      if (!a.ok()) {
-        if (r > d.reads_min) break;  // a later reseed out of NumPy's range: not a candidate
-        return a.status();
+  for (uint64_t reads = d.reads_min; reads <= d.reads_max; ++reads) {
+    for (uint64_t calls : d.calls) {
+      for (uint64_t r = 0; r <= d.repeats_max; ++r) {
+        std::vector<uint64_t> seq;
+        Status failed = Status::Ok();
+        AscendingSequences(r, calls, seq, [&](const std::vector<uint64_t>& at) {
+          if (!failed.ok()) return;
+          auto a = PermutationAfter(reads, calls, at);
+          if (a.ok()) {
+            out.push_back(std::move(a).value());
+          } else {
+            failed = a.status();
+          }
+        });
+        if (!failed.ok()) {
+          if (reads > d.reads_min) return out;  // a later reseed out of NumPy's range
+          return failed;
+        }
       }
-      out.push_back(std::move(a).value());
     }
   }
   return out;
