@@ -77,9 +77,9 @@ keras-flow (flow_from_directory; --keras-version, --batch-size as above):
   --fit-shuffle on|off   model.fit(shuffle=) (default on: batch order unknown,
                          batches printed in batch-index order)
   --steps-per-epoch S    model.fit(steps_per_epoch=S), 1 <= S <= len(it); below
-                         len(it) only epoch 0 (Keras 3: every epoch that starts
-                         a pass over the batches) has a known permutation: the
-                         others are refused, --batches lists their candidates
+                         len(it) only epoch 0 has a known permutation (tf.data
+                         reads ahead while on_epoch_end re-permutes): later
+                         epochs are refused, --batches lists their candidates
   --batches              instead of paths, per epoch: "epoch E trains R
                          read-ahead A positions k...", then one "permutation
                          i..." line per candidate index array (dataset indices)
