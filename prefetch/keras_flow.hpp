@@ -135,6 +135,9 @@ class KerasFlow final : public Sampler {
   // that drew it to the next. One when exact. A permutation drawn after a
   // racing read-ahead or an unknown last batch has several (the draw counts
   // are in EpochDraws); beyond kMaxCandidatePermutations, InvalidArgument.
+  // A racing read may also slice np.arange(n): Iterator._set_index_array
+  // assigns it before drawing the permutation, so raced epochs end their
+  // list with it.
   Result<std::vector<std::vector<Index>>> EpochPermutations(uint64_t epoch) const;
   // Batches epoch `epoch` trains on (model.fit steps): len(it) without
   // steps_per_epoch; tf.keras 2: S; Keras 3: S, the pass's last epoch the rest.

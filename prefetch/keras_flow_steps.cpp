@@ -246,9 +246,11 @@ Result<std::vector<std::vector<Index>>> KerasFlow::EpochPermutations(uint64_t ep
         std::to_string(d.reads_min) + ".." + std::to_string(d.reads_max) +
         "); use PermutationAfter with the count of batches seen");
   }
-  for (uint64_t reads = d.reads_min; reads <= d.reads_max; ++reads) {
+  // A reseed past NumPy's range ends the candidates (NumPy raises there).
+  bool past_range = false;
+  for (uint64_t reads = d.reads_min; reads <= d.reads_max && !past_range; ++reads) {
     for (uint64_t calls : d.calls) {
-      for (uint64_t r = 0; r <= d.repeats_max; ++r) {
+      for (uint64_t r = 0; r <= d.repeats_max && !past_range; ++r) {
         std::vector<uint64_t> seq;
         Status failed = Status::Ok();
         AscendingSequences(r, calls, seq, [&](const std::vector<uint64_t>& at) {
@@ -261,11 +263,17 @@ Result<std::vector<std::vector<Index>>> KerasFlow::EpochPermutations(uint64_t ep
           }
         });
         if (!failed.ok()) {
-          if (reads > d.reads_min) return out;  // a later reseed out of NumPy's range
-          return failed;
+          if (reads == d.reads_min) return failed;
+          past_range = true;
         }
       }
     }
+  }
+  if (d.reads_min < d.reads_max) {
+    // on_epoch_end's _set_index_array holds np.arange(n) while it permutes.
+    std::vector<Index> a(index_.size());
+    std::iota(a.begin(), a.end(), Index{0});
+    out.push_back(std::move(a));
   }
   return out;
 }

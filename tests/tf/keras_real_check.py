@@ -223,9 +223,13 @@ def tracing_getitem(self, idx):
 
 
 def tracing_epoch_end(self):
+    # Logged once the new index array is in place: a read logged after it
+    # slices that array; one logged before may still slice the old one, the
+    # np.arange(n) _set_index_array holds meanwhile, or the new one.
+    result = _orig_epoch_end(self)
     if TRACE:
         LOG.append(("end", id(self)))
-    return _orig_epoch_end(self)
+    return result
 
 
 flow_module.DirectoryIterator.__getitem__ = tracing_getitem
@@ -448,6 +452,10 @@ def steps_case(root, seed, batch, steps, epochs, aug, fit_shuffle=True):
         last = m["positions"][-1]
         allowed = set(m["positions"]) | set(range(last + 1, last + 1 + m["ahead"]))
         sliced = [[p[k * batch:(k + 1) * batch] for p in m["perms"]] for _, k, _ in window]
+        if window and e + 1 < len(model_epochs):
+            # The read in flight at the next on_epoch_end: the next epoch's arrays too.
+            k = window[-1][1]
+            sliced[-1] += [p[k * batch:(k + 1) * batch] for p in model_epochs[e + 1]["perms"]]
         bad = [(k, files) for (_, k, files), cands in zip(window, sliced)
                if k not in allowed or files not in cands]
         check(name + f" epoch {e}: every read is a slice of one of {len(m['perms'])} candidate "
