@@ -147,13 +147,20 @@ Result<std::vector<Index>> KerasFlow::IndexArray(uint64_t epoch) const {
         "epoch " + std::to_string(epoch) + "'s permutation: pass shuffle=False to model.fit "
         "(--fit-shuffle off) or use a batch size that divides " + std::to_string(n));
   }
+  std::string why =
+      d.reads_min == d.reads_max
+          ? "after all " + std::to_string(d.reads_min) + " batch reads, but up to " +
+                std::to_string(d.repeats_max) + " earlier epochs may have read nothing new "
+                "(tf.data read their batches ahead) and permuted first"
+          : "while tf.data's prefetch reads batches ahead (between " +
+                std::to_string(d.reads_min) + " and " + std::to_string(d.reads_max) +
+                " reads before it)";
   return Status::InvalidArgument(
       "model.fit(steps_per_epoch=" + std::to_string(steps()) + ") below len(it) = " +
       std::to_string(batches_per_epoch()) + ": epoch " + std::to_string(epoch) +
-      "'s permutation is drawn by on_epoch_end while tf.data's prefetch reads batches ahead "
-      "(between " + std::to_string(d.reads_min) + " and " + std::to_string(d.reads_max) +
-      " reads before it), so only a set of candidates is known (--batches lists them); only "
-      "epoch 0 is exact. For every epoch exact use steps_per_epoch=len(it) (or leave it out)");
+      "'s permutation is drawn by on_epoch_end " + why + ", so only a set of candidates is "
+      "known (--batches lists them); only epoch 0 is exact. For every epoch exact use "
+      "steps_per_epoch=len(it) (or leave it out)");
 }
 
 Result<std::vector<Index>> KerasFlow::ValidationIndexArray(uint64_t epoch) const {
@@ -217,15 +224,19 @@ Result<std::vector<Index>> KerasFlow::Order(uint64_t rank, uint64_t epoch) const
   // One index array or none: the candidates of EpochBatches are no order.
   auto array = IndexArray(epoch);
   if (!array.ok()) return array.status();
-  auto batches = EpochBatches(epoch);
-  if (!batches.ok()) return batches.status();
   std::vector<Index> out;
   if (epoch == 0) {
     auto pre = PreTrainingBatches();
     if (!pre.ok()) return pre.status();
     for (const auto& b : pre.value()) out.insert(out.end(), b.begin(), b.end());
   }
-  for (const auto& b : batches.value()) out.insert(out.end(), b.begin(), b.end());
+  const std::vector<Index>& a = array.value();
+  for (uint64_t k : EpochBatchPositions(epoch)) {
+    uint64_t start = k * options_.batch_size;
+    uint64_t end = std::min<uint64_t>(a.size(), start + options_.batch_size);
+    out.insert(out.end(), a.begin() + static_cast<std::ptrdiff_t>(start),
+               a.begin() + static_cast<std::ptrdiff_t>(end));
+  }
   return out;
 }
 

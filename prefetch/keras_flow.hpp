@@ -122,11 +122,14 @@ class KerasFlow final : public Sampler {
   // shuffle=True): then only the set of files per batch is exact.
   bool batch_order_exact() const;
 
-  // The batches epoch `epoch` can train on, as dataset indices: for each
+  // The batches epoch `epoch` can read, as dataset indices: for each
   // candidate index array (EpochPermutations, in its order) the slices at
-  // EpochBatchPositions. Exact - BatchReads(epoch) batches in read order -
-  // when there is one candidate and batch_order_exact(). InvalidArgument when
-  // the candidates are more than kMaxCandidatePermutations.
+  // EpochBatchPositions; the up to ReadAhead(epoch) batches tf.data reads
+  // ahead are the slices at the pass's next positions (Keras 3: they are
+  // trained on in the next epoch, sliced from this epoch's array). Exact -
+  // BatchReads(epoch) batches in read order - when there is one candidate and
+  // batch_order_exact(). InvalidArgument when the candidates are more than
+  // kMaxCandidatePermutations.
   Result<std::vector<std::vector<Index>>> EpochBatches(uint64_t epoch) const;
 
   // --- the batch as unit (for the planner) ---
