@@ -53,7 +53,7 @@ TEST_CASE("Keras flag errors name the flag and the fix", "[keras_flow]") {
   CHECK_FALSE(ParseFlags({"--sampler", "keras-flow", "--root", "/d", "--seed", "4294967296"}).ok());
 }
 
-TEST_CASE("--steps-per-epoch is model.fit's, at least 1", "[keras_flow]") {
+TEST_CASE("keras-flow steps-per-epoch flag: model.fit's, at least 1", "[keras_flow]") {
   auto f = ParseFlags({"--sampler", "keras-flow", "--root", "/d", "--seed", "1", "--protocol",
                        "fit", "--steps-per-epoch", "7"});
   REQUIRE(f.ok());
