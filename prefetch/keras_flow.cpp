@@ -10,14 +10,6 @@ namespace {
 // keras/src/legacy/preprocessing/image.py Iterator.white_list_formats,
 // matched with str.endswith and no dot.
 const std::vector<std::string> kFlowFormats = {"png", "jpg", "jpeg", "bmp", "ppm", "tif", "tiff"};
-constexpr uint64_t kSeedLimit = 1ull << 32;  // np.random.seed range
-
-// Batches read before training: Keras 3 get_tf_dataset reads
-// NUM_BATCHES_FOR_TENSOR_SPEC = 2 for the signature, tf.keras 2.15
-// KerasSequenceAdapter._peek_and_restore reads x[0].
-uint64_t SpecBatches(const KerasFlowOptions& o, uint64_t batches) {
-  return std::min<uint64_t>(o.version.major >= 3 ? 2 : 1, batches);
-}
 }  // namespace
 
 Result<DatasetIndex> KerasFlowListing(const Listing& listing, const KerasFlowOptions& options) {
@@ -77,7 +69,7 @@ Result<KerasFlow> KerasFlow::Create(const Listing& listing, const KerasFlowOptio
         "flow_from_directory without a seed permutes with NumPy's global generator, whose "
         "state is unknowable: pass seed=S to flow_from_directory (and --seed S here)");
   }
-  if (options.seed && *options.seed >= kSeedLimit) {
+  if (options.seed && *options.seed >= KerasFlow::kSeedLimit) {
     return Status::InvalidArgument("flow_from_directory seed " + std::to_string(*options.seed) +
                                    " is outside np.random.seed's range [0, 2^32)");
   }
@@ -91,11 +83,33 @@ Result<KerasFlow> KerasFlow::Create(const Listing& listing, const KerasFlowOptio
         options.version.ToString() + " fit drives the iterator differently): use --protocol "
         "next or an order file");
   }
+  bool fit = options.protocol == KerasFlowOptions::Protocol::kFit;
+  if (options.steps_per_epoch != 0 && !fit) {
+    return Status::InvalidArgument(
+        "--steps-per-epoch is model.fit(steps_per_epoch=): it needs --protocol fit");
+  }
   auto index = KerasFlowListing(listing, options);
   if (!index.ok()) return index.status();
   KerasFlow flow;
   flow.index_ = std::move(index).value();
   flow.options_ = options;
+  uint64_t batches = flow.batches_per_epoch();
+  if (options.steps_per_epoch > batches) {
+    // tf.keras 2.15 runs out of data and stops training after the first
+    // epoch (DataHandler.catch_stop_iteration); Keras 3 cuts every epoch at
+    // len(it) (EpochIterator._enumerate_iterator). Neither is modelled.
+    return Status::InvalidArgument(
+        "--steps-per-epoch " + std::to_string(options.steps_per_epoch) + " is more than "
+        "len(it) = " + std::to_string(batches) + " batches: Keras then runs out of data "
+        "(tf.keras 2 stops training, Keras 3 cuts the epoch); use at most " +
+        std::to_string(batches));
+  }
+  if (options.steps_per_epoch != 0 && options.steps_per_epoch < batches &&
+      options.fit_validation_seed) {
+    return Status::InvalidArgument(
+        "--steps-per-epoch below len(it) with --fit-validation-seed is not modelled (the "
+        "validation iterator's reseeds join the race of the read-ahead): drop one of them");
+  }
   if (options.fit_validation_seed) {
     KerasFlowOptions val = options;
     val.subset = KerasFlowOptions::Subset::kValidation;
@@ -115,90 +129,75 @@ bool KerasFlow::batch_order_exact() const {
 }
 
 Result<std::vector<Index>> KerasFlow::IndexArray(uint64_t epoch) const {
+  if (options_.protocol == KerasFlowOptions::Protocol::kFit && options_.shuffle &&
+      options_.fit_validation_seed && options_.version.major < 3 && epoch > 0) {
+    return ValidationIndexArray(epoch);
+  }
+  auto draws = EpochDraws(epoch);
+  if (!draws.ok()) return draws.status();
+  const Draws& d = draws.value();
+  if (d.exact()) return PermutationAfter(d.reads_min, d.calls.front());
   uint64_t n = index_.size();
-  if (!options_.shuffle) {
-    std::vector<Index> a(n);
-    std::iota(a.begin(), a.end(), Index{0});
-    return a;
+  if (d.reads_min == d.reads_max && d.repeats_max == 0) {
+    // The last batch of the pass: its size, hence its draws, is unknown.
+    return Status::InvalidArgument(
+        "model.fit(shuffle=True) runs the batches in an order from Python's random, and the "
+        "last batch (whose size is unknown: " + std::to_string(n) + " images are not a "
+        "multiple of batch_size " + std::to_string(options_.batch_size) + ") draws before "
+        "epoch " + std::to_string(epoch) + "'s permutation: pass shuffle=False to model.fit "
+        "(--fit-shuffle off) or use a batch size that divides " + std::to_string(n));
   }
-  uint64_t batches = batches_per_epoch();
-  uint64_t seed = *options_.seed;
-  auto seed_at = [&](uint64_t total_batches_seen) -> Result<uint32_t> {
-    if (seed + total_batches_seen >= kSeedLimit) {
-      return Status::InvalidArgument("np.random.seed(seed + total_batches_seen) = " +
-                                     std::to_string(seed + total_batches_seen) +
-                                     " is >= 2^32: NumPy raises ValueError there");
-    }
-    return static_cast<uint32_t>(seed + total_batches_seen);
-  };
-  bool fit = options_.protocol == KerasFlowOptions::Protocol::kFit;
-  // Every batch of the epoch reseeds: NumPy raises once seed + count >= 2^32.
-  auto last = seed_at((fit ? SpecBatches(options_, batches) : 0) + (epoch + 1) * batches - 1);
-  if (!last.ok()) return last.status();
-  if (!fit) {
-    // _flow_index: reseed, then the permutation at batch_index 0.
-    auto s = seed_at(epoch * batches);
-    if (!s.ok()) return s.status();
-    return NumpyRandomState(s.value()).Permutation(n);
+  std::string why =
+      d.reads_min == d.reads_max
+          ? "after all " + std::to_string(d.reads_min) + " batch reads, but up to " +
+                std::to_string(d.repeats_max) + " earlier epochs may have read nothing new "
+                "(tf.data read their batches ahead) and permuted first"
+          : "while tf.data's prefetch reads batches ahead (between " +
+                std::to_string(d.reads_min) + " and " + std::to_string(d.reads_max) +
+                " reads before it)";
+  return Status::InvalidArgument(
+      "model.fit(steps_per_epoch=" + std::to_string(steps()) + ") below len(it) = " +
+      std::to_string(batches_per_epoch()) + ": epoch " + std::to_string(epoch) +
+      "'s permutation is drawn by on_epoch_end " + why + ", so only a set of candidates is "
+      "known (--batches lists them); only epoch 0 is exact. For every epoch exact use "
+      "steps_per_epoch=len(it) (or leave it out)");
+}
+
+Result<std::vector<Index>> KerasFlow::ValidationIndexArray(uint64_t epoch) const {
+  // tf.keras 2.15 training.py: DataHandler.enumerate_epochs calls the
+  // adapter's on_epoch_end after the loop body, i.e. after evaluate(). The
+  // validation iterator (peeked once, then M batches per pass in order)
+  // last reseeded with vseed + epoch * M, drew for its batch M - 1, and its
+  // own on_epoch_end drew its permutation; the training one follows.
+  uint64_t n = index_.size();
+  uint64_t last = *options_.seed + 1 + (epoch + 1) * batches_per_epoch() - 1;
+  if (last >= kSeedLimit) {
+    return Status::InvalidArgument("np.random.seed(seed + total_batches_seen) = " +
+                                   std::to_string(last) +
+                                   " is >= 2^32: NumPy raises ValueError there");
   }
-  uint64_t pre = SpecBatches(options_, batches);
-  bool keras3 = options_.version.major >= 3;
-  if (epoch == 0 && !keras3) {
-    // The peeked x[0] drew the permutation after np.random.seed(seed).
-    return NumpyRandomState(static_cast<uint32_t>(seed)).Permutation(n);
-  }
-  if (!keras3 && options_.fit_validation_seed) {
-    // tf.keras 2.15 training.py: DataHandler.enumerate_epochs calls the
-    // adapter's on_epoch_end after the loop body, i.e. after evaluate(). The
-    // validation iterator (peeked once, then M batches per pass in order)
-    // last reseeded with vseed + epoch * M, drew for its batch M - 1, and its
-    // own on_epoch_end drew its permutation; the training one follows.
-    uint64_t vb = options_.batch_size;
-    uint64_t m = (validation_size_ + vb - 1) / vb;
-    uint64_t vseed = *options_.fit_validation_seed + epoch * m;
-    if (vseed >= kSeedLimit) return Status::InvalidArgument("validation seed + batches >= 2^32");
-    NumpyRandomState rng(static_cast<uint32_t>(vseed));
-    for (uint64_t i = (m - 1) * vb; i < validation_size_; ++i) options_.augment.Draw(rng);
-    rng.Permutation(validation_size_);
-    return rng.Permutation(n);
-  }
-  // Keras 3 fit calls epoch_iterator.reset() (trainer.py) after reading the
-  // spec batches: on_epoch_end re-permutes before epoch 0, after batch
-  // pre - 1's reseed and draws. Later epochs re-permute in on_epoch_end after
-  // the previous epoch's last __getitem__.
-  uint64_t last_size;
-  if (epoch == 0) {
-    last_size = std::min<uint64_t>(options_.batch_size, n - (pre - 1) * options_.batch_size);
-  } else {
-    last_size = n - (batches - 1) * options_.batch_size;
-    if (options_.fit_shuffle && last_size != options_.batch_size && batches > 1) {
-      return Status::InvalidArgument(
-          "model.fit(shuffle=True) runs the batches in an order from Python's random, and the "
-          "last batch (whose size is unknown: " + std::to_string(n) + " images are not a "
-          "multiple of batch_size " + std::to_string(options_.batch_size) + ") draws before "
-          "epoch " + std::to_string(epoch) + "'s permutation: pass shuffle=False to model.fit "
-          "(--fit-shuffle off) or use a batch size that divides " + std::to_string(n));
-    }
-  }
-  auto s = seed_at(pre + epoch * batches - 1);
-  if (!s.ok()) return s.status();
-  NumpyRandomState rng(s.value());
-  // With a single spec batch (Keras 3, one batch per epoch) that batch was
-  // the first __getitem__: it drew the first permutation before its images.
-  if (epoch == 0 && pre == 1) rng.Permutation(n);
-  for (uint64_t i = 0; i < last_size; ++i) options_.augment.Draw(rng);
+  uint64_t vb = options_.batch_size;
+  uint64_t m = (validation_size_ + vb - 1) / vb;
+  uint64_t vseed = *options_.fit_validation_seed + epoch * m;
+  if (vseed >= kSeedLimit) return Status::InvalidArgument("validation seed + batches >= 2^32");
+  NumpyRandomState rng(static_cast<uint32_t>(vseed));
+  for (uint64_t i = (m - 1) * vb; i < validation_size_; ++i) options_.augment.Draw(rng);
+  rng.Permutation(validation_size_);
   return rng.Permutation(n);
 }
 
 Result<std::vector<std::vector<Index>>> KerasFlow::EpochBatches(uint64_t epoch) const {
-  auto order = IndexArray(epoch);
-  if (!order.ok()) return order.status();
+  auto perms = EpochPermutations(epoch);
+  if (!perms.ok()) return perms.status();
+  std::vector<uint64_t> positions = EpochBatchPositions(epoch);
   std::vector<std::vector<Index>> batches;
-  const std::vector<Index>& a = order.value();
-  for (uint64_t start = 0; start < a.size(); start += options_.batch_size) {
-    uint64_t end = std::min<uint64_t>(a.size(), start + options_.batch_size);
-    batches.emplace_back(a.begin() + static_cast<std::ptrdiff_t>(start),
-                         a.begin() + static_cast<std::ptrdiff_t>(end));
+  for (const std::vector<Index>& a : perms.value()) {
+    for (uint64_t k : positions) {
+      uint64_t start = k * options_.batch_size;
+      uint64_t end = std::min<uint64_t>(a.size(), start + options_.batch_size);
+      batches.emplace_back(a.begin() + static_cast<std::ptrdiff_t>(start),
+                           a.begin() + static_cast<std::ptrdiff_t>(end));
+    }
   }
   return batches;
 }
@@ -210,7 +209,7 @@ Result<std::vector<std::vector<Index>>> KerasFlow::PreTrainingBatches() const {
   std::iota(a.begin(), a.end(), Index{0});
   // The first __getitem__ reseeds with `seed` and draws the permutation.
   if (options_.shuffle) a = NumpyRandomState(static_cast<uint32_t>(*options_.seed)).Permutation(a.size());
-  uint64_t pre = SpecBatches(options_, batches_per_epoch());
+  uint64_t pre = SpecBatches();
   for (uint64_t k = 0; k < pre; ++k) {
     uint64_t start = k * options_.batch_size;
     uint64_t end = std::min<uint64_t>(a.size(), start + options_.batch_size);
@@ -222,26 +221,49 @@ Result<std::vector<std::vector<Index>>> KerasFlow::PreTrainingBatches() const {
 
 Result<std::vector<Index>> KerasFlow::Order(uint64_t rank, uint64_t epoch) const {
   if (rank != 0) return Status::InvalidArgument("flow_from_directory has one consumer, rank 0");
-  auto batches = EpochBatches(epoch);
-  if (!batches.ok()) return batches.status();
+  // One index array or none: the candidates of EpochBatches are no order.
+  auto array = IndexArray(epoch);
+  if (!array.ok()) return array.status();
   std::vector<Index> out;
   if (epoch == 0) {
     auto pre = PreTrainingBatches();
     if (!pre.ok()) return pre.status();
     for (const auto& b : pre.value()) out.insert(out.end(), b.begin(), b.end());
   }
-  for (const auto& b : batches.value()) out.insert(out.end(), b.begin(), b.end());
+  const std::vector<Index>& a = array.value();
+  for (uint64_t k : EpochBatchPositions(epoch)) {
+    uint64_t start = k * options_.batch_size;
+    uint64_t end = std::min<uint64_t>(a.size(), start + options_.batch_size);
+    out.insert(out.end(), a.begin() + static_cast<std::ptrdiff_t>(start),
+               a.begin() + static_cast<std::ptrdiff_t>(end));
+  }
   return out;
+}
+
+bool KerasFlow::every_epoch_exact() const {
+  if (!batch_order_exact()) return false;
+  // How an epoch's array is drawn repeats with the pass (EpochDraws): epochs
+  // 1 to one past the first pass cover every case. An epoch NumPy would
+  // refuse to seed decides nothing here (Order and Batches report it).
+  for (uint64_t e = 1; e <= epochs_per_pass() + 1; ++e) {
+    Result<Draws> d = EpochDraws(e);
+    if (d.ok() && !d->exact()) return false;
+  }
+  return true;
 }
 
 Result<std::optional<BatchEpoch>> KerasFlow::Batches(uint64_t rank, uint64_t epoch) const {
   if (rank != 0) return Status::InvalidArgument("flow_from_directory has one consumer, rank 0");
-  if (batch_order_exact()) return std::optional<BatchEpoch>();
+  if (every_epoch_exact()) return std::optional<BatchEpoch>();
   auto batches = EpochBatches(epoch);
   if (!batches.ok()) return batches.status();
   BatchEpoch out;
   out.batches = std::move(batches).value();
-  out.reads = batches_per_epoch();
+  // The batches trained on. tf.data's read-ahead opens more (ReadAhead):
+  // Keras 3 trains on them in the next epoch, which then reads as many fewer
+  // new ones; tf.keras 2 never trains on them, so with steps_per_epoch below
+  // len(it) the planner counts them as the next epoch's first batches.
+  out.reads = BatchReads(epoch);
   if (epoch == 0) {
     // The spec batches run in index order, before fit's shuffled epoch.
     auto pre = PreTrainingBatches();

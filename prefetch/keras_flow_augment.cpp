@@ -114,26 +114,45 @@ Result<KerasFlowAugment> KerasFlowAugment::Parse(std::string_view text) {
   return a;
 }
 
-void KerasFlowAugment::Draw(NumpyRandomState& rng) const {
+std::vector<KerasFlowAugment::Call> KerasFlowAugment::Calls() const {
+  using Kind = Call::Kind;
+  std::vector<Call> calls;
   auto shift = [&](Shift s, uint64_t choices) {
-    if (s == Shift::kUniform) rng.NextDouble();
+    if (s == Shift::kUniform) calls.push_back({Kind::kDouble, 0});
     if (s == Shift::kChoice) {
-      DrawChoice(rng, choices);
-      DrawChoice(rng, 2);  // * np.random.choice([-1, 1])
+      calls.push_back({Kind::kChoice, choices});
+      calls.push_back({Kind::kChoice, 2});  // * np.random.choice([-1, 1])
     }
   };
-  if (rotation) rng.NextDouble();
+  if (rotation) calls.push_back({Kind::kDouble, 0});
   shift(height_shift, height_choices);
   shift(width_shift, width_choices);
-  if (shear) rng.NextDouble();
-  if (zoom) {
-    rng.NextDouble();
-    rng.NextDouble();
+  if (shear) calls.push_back({Kind::kDouble, 0});
+  if (zoom) calls.push_back({Kind::kTwoDoubles, 0});  // uniform(size=2): one call
+  calls.push_back({Kind::kDouble, 0});  // flip_horizontal: drawn even when horizontal_flip is off
+  calls.push_back({Kind::kDouble, 0});  // flip_vertical
+  if (channel_shift) calls.push_back({Kind::kDouble, 0});
+  if (brightness) calls.push_back({Kind::kDouble, 0});
+  return calls;
+}
+
+void KerasFlowAugment::DrawCall(const Call& call, NumpyRandomState& rng) {
+  switch (call.kind) {
+    case Call::Kind::kDouble:
+      rng.NextDouble();
+      break;
+    case Call::Kind::kTwoDoubles:
+      rng.NextDouble();
+      rng.NextDouble();
+      break;
+    case Call::Kind::kChoice:
+      DrawChoice(rng, call.population);
+      break;
   }
-  rng.NextDouble();  // flip_horizontal: drawn even when horizontal_flip is off
-  rng.NextDouble();  // flip_vertical
-  if (channel_shift) rng.NextDouble();
-  if (brightness) rng.NextDouble();
+}
+
+void KerasFlowAugment::Draw(NumpyRandomState& rng) const {
+  for (const Call& call : Calls()) DrawCall(call, rng);
 }
 
 }  // namespace clairfs::prefetch

@@ -48,7 +48,7 @@ std::vector<std::string> SplitCommas(const std::string& s) {
 
 // The tool's own flags: the dataset to list and what to print.
 const std::set<std::string> kToolValued = {"--root", "--listing", "--epochs", "--epoch", "--rank"};
-const std::set<std::string> kToolSwitches = {"--indices", "--help", "-h"};
+const std::set<std::string> kToolSwitches = {"--indices", "--batches", "--help", "-h"};
 
 }  // namespace
 
@@ -217,6 +217,8 @@ Result<OrderFlags> ParseFlags(const std::vector<std::string>& args, FlagsFor who
     errors.push_back("--rank: sampler " + kind_name + " has a single consumer, rank 0");
   }
   f.print_indices = switches.count("--indices") > 0;
+  f.print_batches = switches.count("--batches") > 0;
+  if (f.print_batches && !flow) errors.push_back("--batches applies to --sampler keras-flow");
 
   if (has("--torch-version")) {
     auto v = prefetch::TorchVersion::Parse(values["--torch-version"]);

@@ -28,6 +28,7 @@ struct OrderFlags {
   bool epochs_given = false;
   std::optional<uint64_t> epoch;  // --epoch: print only this one
   bool print_indices = false;     // --indices: dataset indices instead of paths
+  bool print_batches = false;     // --batches: keras-flow fit's candidates per epoch
   bool help = false;
 };
 

@@ -108,6 +108,19 @@ void ParseKerasFlags(const std::map<std::string, std::string>& values,
       o.fit_validation_seed = s;
     }
   }
+  if (const std::string* v = get("--steps-per-epoch")) {
+    uint64_t s = 0;
+    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), s);
+    if (ec != std::errc() || p != v->data() + v->size() || s == 0) {
+      errors.push_back("--steps-per-epoch: '" + *v + "' is not an integer >= 1 (model.fit's "
+                       "steps_per_epoch)");
+    } else if (o.protocol != prefetch::KerasFlowOptions::Protocol::kFit) {
+      errors.push_back("--steps-per-epoch applies to --protocol fit only (it is "
+                       "model.fit(steps_per_epoch=))");
+    } else {
+      o.steps_per_epoch = s;
+    }
+  }
   if (const std::string* v = get("--fit-shuffle")) {
     if (!ParseBool(*v, o.fit_shuffle)) {
       errors.push_back("--fit-shuffle: expected on or off, got '" + *v + "'");

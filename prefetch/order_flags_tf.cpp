@@ -52,6 +52,8 @@ void ApplyTfFlags(std::map<std::string, std::string>& values, const std::set<std
                                                 "--repeat-before-shuffle", "--no-repeat-fusion"};
   auto used = [&](const std::string& flag) {
     if (flag == "--numpy-seed") return keras;
+    // model.fit(steps_per_epoch=) on flow_from_directory: order_flags_keras.cpp.
+    if (flag == "--steps-per-epoch" && kind == SamplerKind::kKerasFlow) return true;
     return list_files || (keras && !kListFilesOnly.count(flag));
   };
   for (const auto* flags : {&TfValuedFlags(), &TfSwitchFlags()}) {

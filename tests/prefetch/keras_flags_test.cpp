@@ -52,3 +52,24 @@ TEST_CASE("Keras flag errors name the flag and the fix", "[keras_flow]") {
   CHECK(keras->spec.keras.follow_links);
   CHECK_FALSE(ParseFlags({"--sampler", "keras-flow", "--root", "/d", "--seed", "4294967296"}).ok());
 }
+
+TEST_CASE("keras-flow steps-per-epoch flag: model.fit's, at least 1", "[keras_flow]") {
+  auto f = ParseFlags({"--sampler", "keras-flow", "--root", "/d", "--seed", "1", "--protocol",
+                       "fit", "--steps-per-epoch", "7"});
+  REQUIRE(f.ok());
+  CHECK(f->spec.keras_flow.steps_per_epoch == 7);
+  auto zero = ParseFlags({"--sampler", "keras-flow", "--root", "/d", "--seed", "1", "--protocol",
+                          "fit", "--steps-per-epoch", "0"});
+  REQUIRE_FALSE(zero.ok());
+  CHECK(zero.status().message().find("--steps-per-epoch: '0' is not an integer >= 1") !=
+        std::string::npos);
+  auto next = ParseFlags({"--sampler", "keras-flow", "--root", "/d", "--seed", "1",
+                          "--steps-per-epoch", "3"});
+  REQUIRE_FALSE(next.ok());
+  CHECK(next.status().message().find("--steps-per-epoch applies to --protocol fit only") !=
+        std::string::npos);
+  auto batches = ParseFlags({"--sampler", "keras", "--root", "/d", "--seed", "1", "--batches"});
+  REQUIRE_FALSE(batches.ok());
+  CHECK(batches.status().message().find("--batches applies to --sampler keras-flow") !=
+        std::string::npos);
+}

@@ -104,7 +104,11 @@ TEST_CASE("keras-flow refuses what it cannot know", "[keras_flow]") {
   auto flow = pf::KerasFlow::Create(l, o);
   REQUIRE(flow.ok());
   CHECK(flow->EpochBatches(0).ok());
-  CHECK_FALSE(flow->EpochBatches(1).ok());  // last batch unknown: 3 % 2 != 0
+  // The last batch's size is unknown (3 % 2 != 0): two candidate index
+  // arrays, no order.
+  CHECK_FALSE(flow->Order(0, 1).ok());
+  CHECK(flow->EpochPermutations(1)->size() == 2);
+  CHECK(flow->EpochBatches(1)->size() == 4);
   o.fit_shuffle = false;
   CHECK(pf::KerasFlow::Create(l, o)->EpochBatches(1).ok());
 }
@@ -153,4 +157,169 @@ TEST_CASE("keras-flow fit with shuffle gives its epochs as sets of batches", "[k
   o.fit_shuffle = true;
   o.protocol = pf::KerasFlowOptions::Protocol::kNext;
   CHECK_FALSE(pf::KerasFlow::Create(l, o)->Batches(0, 1)->has_value());
+}
+
+namespace {
+// 36 images in 3 classes: len(it) = 9 batches of 4.
+pf::Listing ThirtySix() {
+  pf::Listing l;
+  for (int i = 0; i < 36; ++i) {
+    l.files.push_back("c" + std::to_string(i % 3) + "/" + std::to_string(i) + ".png");
+  }
+  return l;
+}
+pf::KerasFlowOptions Fit(pf::KerasVersion v, uint64_t steps, bool fit_shuffle) {
+  pf::KerasFlowOptions o;
+  o.version = v;
+  o.seed = 5;
+  o.batch_size = 4;
+  o.protocol = pf::KerasFlowOptions::Protocol::kFit;
+  o.fit_shuffle = fit_shuffle;
+  o.steps_per_epoch = steps;
+  return o;
+}
+const pf::KerasVersion kKeras2{2, 15, 0};
+const pf::KerasVersion kKeras3{3, 15, 1};
+}  // namespace
+
+TEST_CASE("steps_per_epoch: bad values name the option", "[keras_flow]") {
+  pf::Listing l = ThirtySix();
+  auto over = pf::KerasFlow::Create(l, Fit(kKeras3, 10, true));
+  REQUIRE_FALSE(over.ok());
+  CHECK(over.status().message().find("--steps-per-epoch 10 is more than len(it) = 9") !=
+        std::string::npos);
+  pf::KerasFlowOptions next = Fit(kKeras3, 3, true);
+  next.protocol = pf::KerasFlowOptions::Protocol::kNext;
+  auto n = pf::KerasFlow::Create(l, next);
+  REQUIRE_FALSE(n.ok());
+  CHECK(n.status().message().find("needs --protocol fit") != std::string::npos);
+  pf::KerasFlowOptions val = Fit(kKeras2, 3, true);
+  val.fit_validation_seed = 1;
+  val.validation_split = 0.25;
+  val.subset = pf::KerasFlowOptions::Subset::kTraining;
+  CHECK_FALSE(pf::KerasFlow::Create(l, val).ok());
+}
+
+TEST_CASE("steps_per_epoch == len(it) is fit without it", "[keras_flow]") {
+  pf::Listing l = ThirtySix();
+  for (pf::KerasVersion v : {kKeras2, kKeras3}) {
+    auto with = pf::KerasFlow::Create(l, Fit(v, 9, false));
+    auto without = pf::KerasFlow::Create(l, Fit(v, 0, false));
+    REQUIRE(with.ok());
+    REQUIRE(without.ok());
+    for (uint64_t e = 0; e < 4; ++e) {
+      CHECK(with->Order(0, e).value() == without->Order(0, e).value());
+      CHECK(with->BatchReads(e) == 9);
+      CHECK(with->ReadAhead(e) == 0);
+      CHECK(with->EpochDraws(e)->exact());
+    }
+  }
+}
+
+TEST_CASE("steps_per_epoch < len(it): tf.keras 2 restarts the pass every epoch", "[keras_flow]") {
+  auto flow = pf::KerasFlow::Create(ThirtySix(), Fit(kKeras2, 4, false));
+  REQUIRE(flow.ok());
+  for (uint64_t e = 0; e < 3; ++e) {
+    CHECK(flow->BatchReads(e) == 4);
+    CHECK(flow->ReadAhead(e) == 5);  // up to the pass's end, never trained on
+    CHECK(flow->EpochBatchPositions(e) == std::vector<uint64_t>{0, 1, 2, 3});
+  }
+  // Epoch 0: the peeked x[0]'s permutation, exact.
+  CHECK(flow->EpochDraws(0)->exact());
+  CHECK(flow->Order(0, 0)->size() == 4 + 16);  // the peeked batch, then 4 batches
+  // Epoch 2: 1 + 2 * 4 .. 1 + 2 * 9 reads, any of the 4 x 2 flip draws: candidates.
+  auto d = flow->EpochDraws(2);
+  REQUIRE(d.ok());
+  CHECK(d->reads_min == 9);
+  CHECK(d->reads_max == 19);
+  CHECK(d->calls.size() == 9);
+  CHECK(d->repeats_max == 0);
+  auto perms = flow->EpochPermutations(2);
+  REQUIRE(perms.ok());
+  CHECK(perms->size() == 11 * 9 + 1);
+  // A read racing on_epoch_end may slice the np.arange(n) it holds meanwhile.
+  std::vector<pf::Index> arange(36);
+  for (pf::Index i = 0; i < 36; ++i) arange[i] = i;
+  CHECK(perms->back() == arange);
+  auto order = flow->Order(0, 2);
+  REQUIRE_FALSE(order.ok());
+  CHECK(order.status().message().find("only epoch 0 is exact") != std::string::npos);
+  // PermutationAfter is what EpochPermutations enumerates.
+  CHECK(flow->PermutationAfter(9, 0).value() == flow->EpochPermutations(2)->front());
+}
+
+TEST_CASE("steps_per_epoch < len(it): Keras 3 cuts one pass into epochs", "[keras_flow]") {
+  auto flow = pf::KerasFlow::Create(ThirtySix(), Fit(kKeras3, 4, false));
+  REQUIRE(flow.ok());
+  // A pass of 9 batches: epochs of 4, 4 and 1 (the step loop breaks at len(it)).
+  const std::vector<uint64_t> reads = {4, 4, 1, 4, 4, 1};
+  for (uint64_t e = 0; e < reads.size(); ++e) CHECK(flow->BatchReads(e) == reads[e]);
+  CHECK(flow->ReadAhead(0) == 5);
+  CHECK(flow->ReadAhead(1) == 1);
+  CHECK(flow->ReadAhead(2) == 0);
+  CHECK(flow->EpochBatchPositions(1) == std::vector<uint64_t>{4, 5, 6, 7});
+  CHECK(flow->EpochBatchPositions(2) == std::vector<uint64_t>{8});
+  CHECK(flow->EpochDraws(0)->exact());  // after the 2 spec batches
+  // Pass start: all 2 + 9 reads done, the last batch's 8 flip draws made,
+  // up to 2 earlier permutations interleaved (epochs that read nothing new).
+  auto d = flow->EpochDraws(3);
+  REQUIRE(d.ok());
+  CHECK(d->reads_min == 11);
+  CHECK(d->reads_max == 11);
+  CHECK(d->calls == std::vector<uint64_t>{8});
+  CHECK(d->repeats_max == 2);
+  CHECK(flow->EpochPermutations(3)->size() == 1 + 9 + 45);  // C(8 + r, r), r = 0..2
+  CHECK(flow->PermutationAfter(11, 8).value() == flow->EpochPermutations(3)->front());
+  // Mid-pass: 2 + 4 .. 2 + 9 reads.
+  d = flow->EpochDraws(1);
+  CHECK(d->reads_min == 6);
+  CHECK(d->reads_max == 11);
+  CHECK(d->repeats_max == 0);
+  CHECK_FALSE(flow->Order(0, 1).ok());
+  // EpochBatches of an exact epoch is its order.
+  auto batches = flow->EpochBatches(0);
+  REQUIRE(batches.ok());
+  CHECK(batches->size() == 4);
+}
+
+TEST_CASE("PermutationAfter refuses draws a batch cannot make", "[keras_flow]") {
+  auto flow = pf::KerasFlow::Create(ThirtySix(), Fit(kKeras3, 4, true));
+  REQUIRE(flow.ok());
+  CHECK(flow->PermutationAfter(5, 8).ok());
+  CHECK_FALSE(flow->PermutationAfter(5, 9).ok());         // 4 images x 2 flips
+  CHECK_FALSE(flow->PermutationAfter(5, 4, {3, 2}).ok());  // not ascending
+  CHECK_FALSE(flow->PermutationAfter(5, 4, {5}).ok());     // after the last call
+}
+
+TEST_CASE("keras-flow gives epochs with candidate index arrays as sets of batches",
+          "[keras_flow]") {
+  for (pf::KerasVersion v : {kKeras2, kKeras3}) {
+    // steps_per_epoch 4 of 9, batches in order: epoch 0 exact, later epochs
+    // have candidate arrays, so every epoch comes as batches.
+    auto flow = pf::KerasFlow::Create(ThirtySix(), Fit(v, 4, false));
+    REQUIRE(flow.ok());
+    for (uint64_t epoch : {0, 1, 2, 3}) {
+      auto b = flow->Batches(0, epoch);
+      REQUIRE(b.ok());
+      REQUIRE(b->has_value());
+      CHECK((*b)->batches == flow->EpochBatches(epoch).value());
+      CHECK((*b)->reads == flow->BatchReads(epoch));
+      CHECK((*b)->lead.empty() == (epoch != 0));
+    }
+    CHECK(flow->EpochPermutations(1)->size() > 1);
+    // steps_per_epoch = len(it): one array per epoch, read in order.
+    CHECK_FALSE(pf::KerasFlow::Create(ThirtySix(), Fit(v, 9, false))->Batches(0, 2)->has_value());
+  }
+  // 35 images under fit(shuffle=True): whether the short batch ran last
+  // leaves two candidate arrays from epoch 1 on, each one's batches a unit.
+  pf::Listing l = ThirtySix();
+  l.files.pop_back();
+  auto flow = pf::KerasFlow::Create(l, Fit(kKeras2, 0, true));
+  REQUIRE(flow.ok());
+  auto b = flow->Batches(0, 1);
+  REQUIRE(b.ok());
+  REQUIRE(b->has_value());
+  REQUIRE(flow->EpochPermutations(1)->size() == 2);
+  CHECK((*b)->batches.size() == 2 * flow->batches_per_epoch());
+  CHECK((*b)->reads == flow->batches_per_epoch());
 }

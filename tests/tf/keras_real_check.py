@@ -15,6 +15,11 @@ One process runs the whole grid (importing TensorFlow takes seconds):
   method (markers only; behaviour unchanged), for next(it) and for a real
   model.fit of a tiny model, compared with clairfs-order byte for byte (fit
   with shuffle=True: the set of batches of each epoch).
+- model.fit(it, steps_per_epoch=S): every batch read between two on_epoch_end
+  calls (logged with the batch position __getitem__ was asked for) is checked
+  against clairfs-order --batches (the candidate index arrays, positions,
+  steps and read-ahead per epoch); the steps per epoch and the reads beyond
+  them are counted; where the index array is exact the order is compared.
 Usage: keras_real_check.py CLAIRFS_ORDER WORKDIR. Exit 0 = every case equal.
 """
 import os
@@ -115,6 +120,14 @@ def compare(name, expected, got):
               f"  real:    {expected[k:k + 6]}\n  clairfs: {got[k:k + 6]}")
 
 
+def check(name, ok, detail):
+    global cases
+    cases += 1
+    if not ok:
+        failures.append(name)
+        print(f"FAIL {name}: {detail}")
+
+
 # ---------------------------------------------------------------- listing
 def rel_of(root, index, value):
     return index.get(value, f"<unknown {value}>")
@@ -196,6 +209,31 @@ def logging_batch(self, index_array):
 
 flow_module.image_utils.load_img = logging_load
 flow_module.DirectoryIterator._get_batches_of_transformed_samples = logging_batch
+
+# steps_case only: __getitem__'s batch position and on_epoch_end, as markers.
+TRACE = False
+_orig_getitem = flow_module.DirectoryIterator.__getitem__
+_orig_epoch_end = flow_module.DirectoryIterator.on_epoch_end
+
+
+def tracing_getitem(self, idx):
+    if TRACE:
+        LOG.append(("get", id(self), idx))
+    return _orig_getitem(self, idx)
+
+
+def tracing_epoch_end(self):
+    # Logged once the new index array is in place: a read logged after it
+    # slices that array; one logged before may still slice the old one, the
+    # np.arange(n) _set_index_array holds meanwhile, or the new one.
+    result = _orig_epoch_end(self)
+    if TRACE:
+        LOG.append(("end", id(self)))
+    return result
+
+
+flow_module.DirectoryIterator.__getitem__ = tracing_getitem
+flow_module.DirectoryIterator.on_epoch_end = tracing_epoch_end
 
 AUG = {
     "": {},
@@ -330,6 +368,126 @@ def check_flow(name, args, real_batches, sizes, n_batches, it, batch, epochs, sh
             compare(name + f" epoch {e}", real, ours)
 
 
+READ_AHEAD_SEEN = []  # (case, reads beyond the trained ones): reported, not asserted
+
+
+def steps_case(root, seed, batch, steps, epochs, aug, fit_shuffle=True):
+    """model.fit(it, steps_per_epoch=steps): every batch read while an index
+    array is in effect (between two on_epoch_end calls) must be a slice of one
+    of clairfs-order's candidate arrays for that epoch, at a position it may
+    read; the steps of each epoch and the reads beyond them are counted; where
+    the array is exact the batches trained on are compared with the order
+    (fit(shuffle=False): in order; shuffle=True: as a set)."""
+    global TRACE
+    gen = flow_module.ImageDataGenerator(**AUG[aug])
+    it = gen.flow_from_directory(root, target_size=(SIZE, SIZE), batch_size=batch, seed=seed,
+                                 class_mode="sparse")
+    n_batches = len(it)
+    steps_seen = []
+
+    class Steps(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            steps_seen.append(0)
+
+        def on_train_batch_end(self, b, logs=None):
+            steps_seen[-1] += 1
+
+    model = keras.Sequential([keras.layers.Input((SIZE, SIZE, 3)), keras.layers.Flatten(),
+                              keras.layers.Dense(max(it.num_classes, 1))])
+    model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    LOG.clear()
+    TRACE = True
+    try:
+        model.fit(it, epochs=epochs, steps_per_epoch=steps, verbose=0, shuffle=fit_shuffle,
+                  callbacks=[Steps()])
+    finally:
+        TRACE = False
+    name = (f"steps {os.path.basename(os.path.dirname(root))} seed={seed} batch={batch} "
+            f"steps={steps}/{n_batches} epochs={epochs} aug='{aug}' fit_shuffle={fit_shuffle}")
+    # (window, position, files): window -1 = read before training (spec /
+    # peek), then the epoch whose index array was in effect (Keras 3 calls
+    # on_epoch_end once before epoch 0, tf.keras 2 does not).
+    keras3 = KV.startswith("3")
+    reads, ends, cur = [], 0, None
+    for entry in LOG:
+        if isinstance(entry, tuple) and entry[1] == id(it):
+            if entry[0] == "end":
+                ends += 1
+            else:
+                window = ends - 1 if keras3 else (ends if reads else -1)
+                cur = [window, entry[2], []]
+                reads.append(cur)
+        elif isinstance(entry, str) and cur is not None:
+            cur[2].append(os.path.relpath(entry, root))
+    args = ["--sampler", "keras-flow", "--root", root, "--keras-version", KV, "--batch-size",
+            str(batch), "--seed", str(seed), "--augment", aug, "--protocol", "fit",
+            "--fit-shuffle", "on" if fit_shuffle else "off", "--steps-per-epoch", str(steps)]
+    rc, out, err = run_order(args + ["--epochs", str(epochs), "--batches", "--indices"])
+    rc2, paths, err2 = run_order(["--sampler", "keras-flow", "--root", root, "--no-shuffle",
+                                  "--batch-size", str(batch)])
+    if rc != 0 or rc2 != 0:
+        failures.append(name)
+        print(f"FAIL {name}: clairfs-order exit {rc}/{rc2}: {err}{err2}")
+        return
+    path_of = paths.splitlines()
+    model_epochs = []
+    for line in out.splitlines():
+        words = line.split()
+        if words[0] == "epoch":
+            model_epochs.append({"trains": int(words[3]), "ahead": int(words[5]),
+                                 "positions": [int(w) for w in words[7:]], "perms": []})
+        else:
+            model_epochs[-1]["perms"].append([path_of[int(w)] for w in words[1:]])
+    compare(name + " steps per epoch", [m["trains"] for m in model_epochs], steps_seen)
+    pre = min(2 if keras3 else 1, n_batches)
+    compare(name + " reads before training", pre, sum(1 for r in reads if r[0] == -1))
+    trained = sum(m["trains"] for m in model_epochs)
+    extra = len(reads) - pre - trained
+    bound = model_epochs[-1]["ahead"] if keras3 else sum(m["ahead"] for m in model_epochs)
+    check(name + f" reads beyond the trained ones within 0..{bound}", 0 <= extra <= bound,
+          f"{extra} of {len(reads)} reads")
+    READ_AHEAD_SEEN.append(extra)
+    for e, m in enumerate(model_epochs):
+        window = [r for r in reads if r[0] == e]
+        last = m["positions"][-1]
+        allowed = set(m["positions"]) | set(range(last + 1, last + 1 + m["ahead"]))
+        sliced = [[p[k * batch:(k + 1) * batch] for p in m["perms"]] for _, k, _ in window]
+        if window and e + 1 < len(model_epochs):
+            # The read in flight at the next on_epoch_end: the next epoch's arrays too.
+            k = window[-1][1]
+            sliced[-1] += [p[k * batch:(k + 1) * batch] for p in model_epochs[e + 1]["perms"]]
+        bad = [(k, files) for (_, k, files), cands in zip(window, sliced)
+               if k not in allowed or files not in cands]
+        check(name + f" epoch {e}: every read is a slice of one of {len(m['perms'])} candidate "
+              f"arrays", not bad, f"not: {bad[:2]}")
+        if len(m["perms"]) != 1:
+            continue
+        # Exact index array: the batches trained on, from the reads.
+        if keras3:
+            first = pre + sum(x["trains"] for x in model_epochs[:e])
+            real = [r[2] for r in reads[first:first + m["trains"]]]
+        else:
+            real = [r[2] for r in window if r[1] < steps][:m["trains"]] if not fit_shuffle else None
+        rc, order, err = run_order(args + ["--epoch", str(e)])
+        if rc != 0:
+            failures.append(name)
+            print(f"FAIL {name} epoch {e}: exit {rc}: {err}")
+            continue
+        lines = order.splitlines()
+        if e == 0:
+            lines = lines[sum(len(r[2]) for r in reads[:pre]):]
+        ours = [lines[i * batch:(i + 1) * batch] for i in range((len(lines) + batch - 1) // batch)]
+        if fit_shuffle:
+            # Which batches Python's random picks is unknowable: every batch
+            # trained on is one of the epoch's.
+            if keras3:
+                stray = [b for b in real if b not in ours]
+                check(name + f" epoch {e}: every batch trained on is one of the epoch's", not stray,
+                      f"not: {stray[:2]}")
+        else:
+            compare(name + f" epoch {e} order", ours, real)
+
+
 def main():
     a = os.path.join(WORK, "a", "root")
     b = os.path.join(WORK, "b", "root")
@@ -383,6 +541,20 @@ def main():
     flow_case(a, 6, 100, 3, "", protocol="next")
     flow_case(b, 4294967290, 4, 3, "", protocol="next")   # NumPy raises at batch 6
     flow_case(b, 4294967000, 4, 3, "", protocol="next")
+    # model.fit(steps_per_epoch=S): S below len(it) (Keras 3 cuts its pass of
+    # 9 batches into epochs of 4, 4, 1), equal to it, short last batches.
+    aug1, aug2 = "horizontal_flip=1,rotation_range=10", list(AUG)[2]
+    steps_case(b, 5, 4, 4, 4, "")
+    steps_case(b, 5, 4, 4, 4, aug1, fit_shuffle=False)
+    steps_case(b, 11, 5, 3, 4, aug2, fit_shuffle=False)   # 36 % 5 != 0
+    steps_case(b, 11, 5, 3, 3, aug1)
+    steps_case(b, 7, 4, 9, 3, aug1)                       # S == len(it)
+    steps_case(b, 7, 5, 8, 3, "", fit_shuffle=False)
+    steps_case(b, 7, 5, 8, 3, aug1)                       # two candidates from epoch 1
+    steps_case(a, 2, 3, 2, 4, aug1, fit_shuffle=False)
+    steps_case(b, 3, 4, 1, 4, "")
+    print(f"keras {KV}: steps_per_epoch read-ahead seen (reads beyond the trained ones): "
+          f"{READ_AHEAD_SEEN}")
     assert nb == 36
     print(f"keras {KV}: {cases} comparisons, {len(failures)} failed")
     return 1 if failures else 0

@@ -34,6 +34,30 @@ std::vector<uint64_t> EpochsToPrint(const clairfs::prefetch::OrderFlags& f,
   return epochs;
 }
 
+// --batches: per epoch one line "epoch E trains R read-ahead A positions k..."
+// (KerasFlow::BatchReads, ReadAhead, EpochBatchPositions), then one line
+// "permutation i..." per candidate index array (EpochPermutations).
+int PrintBatches(const pf::KerasFlow& flow, const std::vector<uint64_t>& epochs) {
+  std::string out;
+  for (uint64_t e : epochs) {
+    out += "epoch " + std::to_string(e) + " trains " + std::to_string(flow.BatchReads(e)) +
+           " read-ahead " + std::to_string(flow.ReadAhead(e)) + " positions";
+    for (uint64_t k : flow.EpochBatchPositions(e)) out += " " + std::to_string(k);
+    out += '\n';
+    Result<std::vector<std::vector<pf::Index>>> perms = flow.EpochPermutations(e);
+    if (!perms.ok()) return Fail(perms.status(), 1);
+    for (const std::vector<pf::Index>& p : perms.value()) {
+      out += "permutation";
+      for (pf::Index i : p) out += " " + std::to_string(i);
+      out += '\n';
+    }
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    out.clear();
+  }
+  if (std::fflush(stdout) != 0) return Fail(Status::IOError("cannot write to stdout"), 1);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -78,6 +102,9 @@ int main(int argc, char** argv) {
               << ro.window() << " unread files of it\n";
   }
 
+  if (f.print_batches) {
+    return PrintBatches(static_cast<const pf::KerasFlow&>(ro.sampler()), EpochsToPrint(f, ro));
+  }
   if (f.spec.kind == pf::SamplerKind::kKerasFlow &&
       !static_cast<const pf::KerasFlow&>(ro.sampler()).batch_order_exact()) {
     std::cerr << "clairfs-order: note: model.fit(shuffle=True) runs each epoch's batches of "

@@ -76,6 +76,13 @@ keras-flow (flow_from_directory; --keras-version, --batch-size as above):
   --protocol P           next (default): next(it) E * len(it) times; fit: model.fit
   --fit-shuffle on|off   model.fit(shuffle=) (default on: batch order unknown,
                          batches printed in batch-index order)
+  --steps-per-epoch S    model.fit(steps_per_epoch=S), 1 <= S <= len(it); below
+                         len(it) only epoch 0 has a known permutation (tf.data
+                         reads ahead while on_epoch_end re-permutes): later
+                         epochs are refused, --batches lists their candidates
+  --batches              instead of paths, per epoch: "epoch E trains R
+                         read-ahead A positions k...", then one "permutation
+                         i..." line per candidate index array (dataset indices)
   --fit-validation-seed V  fit(validation_data=) is the same generator's
                          subset="validation" iterator with seed V (tf.keras 2 runs
                          it before the training permutation; Keras 3 after)
