@@ -2,9 +2,10 @@
 # scripts/fuzz.sh [--seconds N] [TARGET...]: builds the libFuzzer targets of
 # tests/fuzz with clang (ASan + UBSan) into build-fuzz, replays the inputs that
 # once broke each target (tests/fuzz/regressions/TARGET/), then fuzzes each
-# target for N seconds (default 30) starting from its seed corpus
-# (tests/fuzz/corpus/TARGET/). New inputs go to a temporary directory, so the
-# committed corpus never grows. Prints executions and coverage per target.
+# target for N seconds (default 30; 0: build and replay only) starting from its
+# seed corpus (tests/fuzz/corpus/TARGET/). New inputs go to a temporary
+# directory, so the committed corpus never grows. Prints executions and
+# coverage per target.
 #
 # Targets: manifest payload protocol config (default: all, one after the other).
 # A crash, leak, timeout or invariant violation fails the run; its input is kept
@@ -54,6 +55,7 @@ for t in "${targets[@]}"; do
     failed+=("$t")
     continue
   fi
+  ((seconds > 0)) || continue
   rc=0
   nice -n "${FUZZ_NICE:-0}" "$bin" -max_total_time="$seconds" -print_final_stats=1 -timeout=10 \
     -rss_limit_mb=2048 -artifact_prefix="$crashes/" "$work/$t" "tests/fuzz/corpus/$t" \
