@@ -79,11 +79,12 @@ std::string Quote(const std::string& s) {
   return out + "\"";
 }
 
-// The name of a sampler setting (prefetch_NAME): a clairfs-order option name.
-bool SettingName(std::string_view name) {
+// A sampler's name or a sampler setting's (prefetch_NAME): clairfs-order's
+// names are letters, digits, '-' and '_', which YAML reads back unquoted.
+bool PlainName(std::string_view name) {
   if (name.empty()) return false;
   for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
   }
   return true;
 }
@@ -160,10 +161,10 @@ const std::vector<Setting>& Table() {
       {"prefetch_sampler",
        "none or a clairfs-order sampler (torch-distributed, keras, tf-list-files, ...) [none]",
        [](Config* c, std::string_view v) {
-         c->prefetch_sampler = v;  // the sampler's name is checked with its settings
-         return !v.empty();
+         c->prefetch_sampler = v;  // which samplers exist is checked with their settings
+         return PlainName(v);
        },
-       [](const Config& c) { return Quote(c.prefetch_sampler); }},
+       [](const Config& c) { return c.prefetch_sampler; }},
       {"prefetch_root", "dataset root inside the mount, relative [\"\"]",
        [](Config* c, std::string_view v) {
          c->prefetch_root = v;
@@ -267,7 +268,7 @@ Status SetConfigValue(Config* config, std::string_view key, std::string_view val
   }
   // Any other prefetch_ key is one of the sampler's own settings, checked
   // with prefetch_sampler by the order parser (fs/prefetch/prefetch_setup).
-  if (key.size() > 9 && key.substr(0, 9) == "prefetch_" && SettingName(key.substr(9))) {
+  if (key.size() > 9 && key.substr(0, 9) == "prefetch_" && PlainName(key.substr(9))) {
     const std::string name(key.substr(9));
     for (auto& [k, v] : config->prefetch_settings) {
       if (k == name) {

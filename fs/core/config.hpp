@@ -80,7 +80,7 @@ struct Config {
   uint64_t prefetch_workers = 0;                // DataLoader num_workers
   uint64_t prefetch_factor = 2;                 // DataLoader prefetch_factor
   // The sampler's own settings: every other `prefetch_<name>` key (a name of
-  // letters, digits and underscores), kept as given (name without the prefix
+  // letters, digits, '-' and '_'), kept as given (name without the prefix
   // -> value, in the order first set). They
   // are clairfs-order's options under another spelling - prefetch_seed is
   // --seed, prefetch_keras_version --keras-version, a switch is true/false
