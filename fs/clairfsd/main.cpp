@@ -74,8 +74,15 @@ void PrintConfigErrors(const std::string& msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  fs::ReserveAutoUnmountSlot();
   // Joining the MPI job (if launched by one) comes first: MPI_Init owns argv.
-  auto joined = fs::Cluster::Join(&argc, &argv);
+  // It waits for every rank, so start_timeout_ms bounds it as it bounds the
+  // start-up gates (read here from a copy of the arguments; errors in them
+  // are reported below, through the gates).
+  auto early = fs::LoadCommandLine(std::vector<std::string>(argv + 1, argv + argc));
+  const std::chrono::milliseconds init_wait(early.ok() ? early->config.start_timeout_ms
+                                                       : fs::Config{}.start_timeout_ms);
+  auto joined = fs::Cluster::Join(&argc, &argv, init_wait);
   if (!joined.ok()) {
     fs::Log(fs::LogLevel::kError, joined.status().ToString());
     return 1;
@@ -162,6 +169,7 @@ int main(int argc, char** argv) {
   copt.dataset = config.dataset;
   copt.local_dir = config.local_dir;
   copt.stage_threads = config.stage_threads;
+  copt.pack_readahead = config.pack_readahead;
   copt.peer_timeout = std::chrono::milliseconds(config.peer_timeout_ms);
   copt.start_timeout = start_wait;
   clairfs::Status started = cluster.Start(copt);

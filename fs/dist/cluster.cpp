@@ -25,7 +25,8 @@ extern "C" void OnPeerFailureNotice(int) { g_failure_notices.fetch_add(1); }
 
 }  // namespace
 
-Result<std::unique_ptr<Cluster>> Cluster::Join(int* argc, char*** argv) {
+Result<std::unique_ptr<Cluster>> Cluster::Join(int* argc, char*** argv,
+                                               std::chrono::milliseconds start_limit) {
   std::unique_ptr<Cluster> c(new Cluster());
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
@@ -36,7 +37,7 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(int* argc, char*** argv) {
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
   ::sigaction(SIGUSR1, &sa, nullptr);
-  auto mpi = MpiTransport::Init(argc, argv, ClusterOptions{}.server_threads);
+  auto mpi = MpiTransport::Init(argc, argv, ClusterOptions{}.server_threads, start_limit);
   if (!mpi.ok()) return mpi.status();
   c->rank_ = (*mpi)->rank();
   c->size_ = (*mpi)->size();
@@ -101,6 +102,7 @@ Status Cluster::Start(const ClusterOptions& o) {
   }
   DistOptions dopt;
   dopt.peer_timeout = o.peer_timeout;
+  dopt.pack_readahead = o.pack_readahead;
   store_ = std::make_unique<DistributedPackStore>(o.dataset, manifest_, own, rank_,
                                                   transport_.get(), stager_.get(), dopt);
   Log(LogLevel::kInfo, "rank " + std::to_string(rank_) + "/" + std::to_string(size_) + " on " +

@@ -28,6 +28,7 @@ struct ClusterOptions {
   std::string local_dir;  // node-local directory for staged packs; empty: no staging
   unsigned stage_threads = 2;
   int server_threads = 4;  // peers' reads served at once (they may wait on a cold disk)
+  uint64_t pack_readahead = 0;  // DistOptions::pack_readahead
   std::chrono::milliseconds peer_timeout{2000};
   std::chrono::milliseconds start_timeout{120000};  // bound of each start-up collective
 };
@@ -36,8 +37,10 @@ class MpiTransport;
 
 class Cluster {
  public:
-  // Joins the MPI job if there is one (MPI_Init uses argc/argv).
-  static Result<std::unique_ptr<Cluster>> Join(int* argc, char*** argv);
+  // Joins the MPI job if there is one (MPI_Init uses argc/argv). MPI_Init is
+  // bounded by `start_limit` (see MpiTransport::Init): past it the process exits.
+  static Result<std::unique_ptr<Cluster>> Join(int* argc, char*** argv,
+                                               std::chrono::milliseconds start_limit);
   ~Cluster();
 
   int rank() const { return rank_; }

@@ -55,7 +55,10 @@ DistributedPackStore::DistributedPackStore(std::string dataset_dir,
       transport_(transport),
       stager_(stager),
       options_(options),
-      shared_(std::move(dataset_dir), manifest) {
+      readahead_(options.pack_readahead != 0
+                     ? std::make_unique<PackReadahead>(options.pack_readahead)
+                     : nullptr),
+      shared_(std::move(dataset_dir), manifest, readahead_.get()) {
   const uint32_t n = manifest_->partition_count() + 1;
   for (uint32_t p = 0; p < n; ++p) {
     remote_.push_back(ownership_.Holds(rank_, p) ? nullptr : std::make_unique<RemotePack>(this, p));

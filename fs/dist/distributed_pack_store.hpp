@@ -39,6 +39,9 @@ struct DistCounters {
 struct DistOptions {
   std::chrono::milliseconds peer_timeout{2000};  // deadline of one read from a peer
   std::chrono::milliseconds suspect_for{10000};  // a peer that timed out is skipped this long
+  // Bytes of the dataset directory's packs read ahead into the page cache on
+  // their first use here (PackReadahead; 0 = off): config `pack_readahead`.
+  uint64_t pack_readahead = 0;
 };
 
 class DistributedPackStore final : public PackStore {
@@ -68,6 +71,7 @@ class DistributedPackStore final : public PackStore {
   Transport* const transport_;
   Stager* const stager_;
   const DistOptions options_;
+  const std::unique_ptr<PackReadahead> readahead_;  // null when off; before shared_
   PosixPackStore shared_;  // the packs in the dataset directory
   DistCounters counters_;
   std::vector<std::unique_ptr<RemotePack>> remote_;

@@ -1,9 +1,17 @@
 #include "fs/fuse/fuse_adapter.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -24,7 +32,68 @@ std::string MountOptions(const Config& c) {
   return o;
 }
 
+// See ReserveAutoUnmountSlot.
+int reserved_slot = -1;
+
+// Our socketpair ends among the open descriptors (AF_UNIX stream sockets
+// whose peer credentials are this process).
+std::set<int> OwnSocketPairEnds() {
+  std::set<int> out;
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) return out;
+  const int self = dirfd(dir);
+  while (dirent* e = ::readdir(dir)) {
+    const int fd = std::atoi(e->d_name);
+    struct stat st;
+    if (fd == self || e->d_name[0] == '.' || ::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+      continue;
+    }
+    int type = 0, domain = 0;
+    socklen_t len = sizeof type;
+    ucred cred{};
+    socklen_t clen = sizeof cred;
+    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM &&
+        (len = sizeof domain, ::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len)) == 0 &&
+        domain == AF_UNIX && ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 &&
+        cred.pid == ::getpid()) {
+      out.insert(fd);
+    }
+  }
+  ::closedir(dir);
+  return out;
+}
+
+// Moves libfuse's end of the socket to fusermount3's auto-unmount helper
+// (created by the mount, `before` = such sockets before it) onto the reserved
+// low descriptor. Why: the helper unmounts when that socket closes, but only
+// if opening the mount root then fails with ENOTCONN. When the daemon is
+// killed, the kernel releases its descriptors from the highest number down;
+// libfuse's socket end sits above the /dev/fuse descriptor it received, so it
+// closed first and the helper's open could reach a connection not yet aborted
+// (it then fails with ECONNABORTED, the helper takes the file system for alive
+// and leaves a dead mount: seen under load). Below every /dev/fuse descriptor,
+// the socket closes last, after the connection is gone.
+void MoveAutoUnmountSocket(const std::set<int>& before) {
+  if (reserved_slot < 0) return;
+  std::vector<int> fresh;
+  for (int fd : OwnSocketPairEnds()) {
+    if (before.count(fd) == 0) fresh.push_back(fd);
+  }
+  if (fresh.size() != 1) {
+    Log(LogLevel::kDebug, "auto-unmount socket not found (" + std::to_string(fresh.size()) +
+                              " candidates); left where libfuse put it");
+    return;
+  }
+  if (::dup3(fresh[0], reserved_slot, O_CLOEXEC) < 0) return;
+  ::close(fresh[0]);
+  reserved_slot = -1;
+}
+
 }  // namespace
+
+void ReserveAutoUnmountSlot() {
+  if (reserved_slot < 0) reserved_slot = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
 
 Status ServeFuse(Vfs* vfs, const Config& config, FusePageCachePusher* pusher,
                  std::function<void()> on_mounted) {
@@ -47,12 +116,14 @@ Status ServeFuse(Vfs* vfs, const Config& config, FusePageCachePusher* pusher,
     fuse_session_destroy(se);
     return Status::IOError("cannot install signal handlers");
   }
+  const std::set<int> sockets_before = OwnSocketPairEnds();
   if (fuse_session_mount(se, config.mount.c_str()) != 0) {
     fuse_remove_signal_handlers(se);
     fuse_session_destroy(se);
     return Status::IOError("cannot mount at " + config.mount +
                            " (is /dev/fuse usable, fusermount3 installed, the directory empty?)");
   }
+  MoveAutoUnmountSocket(sockets_before);
   Log(LogLevel::kInfo, "mounted " + config.dataset + " at " + config.mount);
   if (pusher != nullptr) pusher->Attach(se);
   // The kernel clamps read-ahead to 128 KiB when it processes the INIT reply,

@@ -29,6 +29,12 @@ namespace clairfs::fs {
 // (optional) runs on a thread of its own once the mount answers, so it may use
 // the mount; it is joined once the session is gone (which fails its calls
 // still waiting on the mount).
+// Call first in main, before any other descriptor is opened: keeps the lowest
+// free descriptor for the socket that tells fusermount3's auto-unmount helper
+// the daemon is gone, so that when the daemon is killed that socket closes
+// after every /dev/fuse descriptor (fuse_adapter.cpp says why).
+void ReserveAutoUnmountSlot();
+
 Status ServeFuse(Vfs* vfs, const Config& config, FusePageCachePusher* pusher = nullptr,
                  std::function<void()> on_mounted = {});
 

@@ -22,6 +22,33 @@ std::string MpiError(int code) {
   return std::string(buf, static_cast<size_t>(len));
 }
 
+// Runs `call` (an MPI call that waits for every rank) and, when it has not
+// returned after `limit`, logs why and ends the process with `exit_code`:
+// such a call cannot be withdrawn, and a rank that never comes (not started,
+// killed, stopped) would otherwise keep this one in it forever.
+template <typename Call>
+void Bounded(Call call, std::chrono::milliseconds limit, const std::string& who,
+             const char* what, const char* cause, int exit_code) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread watchdog([&] {
+    std::unique_lock lk(mu);
+    if (cv.wait_for(lk, limit, [&] { return done; })) return;
+    std::fprintf(stderr, "%s: %s did not return within %lld ms (%s); exiting without it\n",
+                 who.c_str(), what, static_cast<long long>(limit.count()), cause);
+    std::fflush(stderr);
+    std::_Exit(exit_code);
+  });
+  call();
+  {
+    std::lock_guard lk(mu);
+    done = true;
+  }
+  cv.notify_one();
+  watchdog.join();
+}
+
 }  // namespace
 
 bool LaunchedByMpi() {
@@ -32,9 +59,13 @@ bool LaunchedByMpi() {
 }
 
 Result<std::unique_ptr<MpiTransport>> MpiTransport::Init(int* argc, char*** argv,
-                                                         int server_threads) {
+                                                         int server_threads,
+                                                         std::chrono::milliseconds limit) {
   int provided = 0;
-  int rc = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
+  int rc = MPI_SUCCESS;
+  Bounded([&] { rc = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided); }, limit,
+          "clairfsd", "MPI_Init",
+          "a rank of the job never started, or died or hung while starting", 1);
   if (rc != MPI_SUCCESS) return Status::IOError("MPI_Init_thread: " + MpiError(rc));
   if (provided < MPI_THREAD_SERIALIZED) {
     MPI_Finalize();
@@ -57,26 +88,8 @@ void MpiTransport::Finalize(std::chrono::milliseconds limit, int exit_code) {
   if (skip_finalize_) return;
   // MPI_Finalize synchronises with every rank: one that died unfinalized
   // (SIGKILL, a crash) leaves the others waiting in it forever. Bound it.
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  std::thread watchdog([&, rank = rank_] {
-    std::unique_lock lk(mu);
-    if (cv.wait_for(lk, limit, [&] { return done; })) return;
-    std::fprintf(stderr,
-                 "clairfsd[%d]: MPI_Finalize did not return within %lld ms (a peer ended without "
-                 "finalizing); exiting without it\n",
-                 rank, static_cast<long long>(limit.count()));
-    std::fflush(stderr);
-    std::_Exit(exit_code);
-  });
-  MPI_Finalize();
-  {
-    std::lock_guard lk(mu);
-    done = true;
-  }
-  cv.notify_one();
-  watchdog.join();
+  Bounded([] { MPI_Finalize(); }, limit, "clairfsd[" + std::to_string(rank_) + "]",
+          "MPI_Finalize", "a peer ended without finalizing", exit_code);
 }
 
 // Waits for a non-blocking collective until `deadline`. MPICH's blocking

@@ -25,9 +25,12 @@ bool LaunchedByMpi();
 
 class MpiTransport final : public Transport {
  public:
-  // Initialises MPI. Call once per process.
-  static Result<std::unique_ptr<MpiTransport>> Init(int* argc, char*** argv,
-                                                    int server_threads = 2);
+  // Initialises MPI. Call once per process. MPI_Init waits for every rank of
+  // the job; when it has not returned after `limit` (a rank never started,
+  // died or hangs in it) the process logs so and exits with status 1.
+  static Result<std::unique_ptr<MpiTransport>> Init(
+      int* argc, char*** argv, int server_threads = 2,
+      std::chrono::milliseconds limit = std::chrono::minutes(2));
   // Finalize(5 s, exit code 1) unless Finalize() was called.
   ~MpiTransport() override;
 
