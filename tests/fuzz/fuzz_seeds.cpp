@@ -26,7 +26,8 @@ constexpr int kPerCodec = 2;                 // payload seeds per codec and data
 
 void Write(const stdfs::path& path, const std::vector<char>& bytes) {
   stdfs::create_directories(path.parent_path());
-  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 void Write(const stdfs::path& path, const std::string& text) {
@@ -51,8 +52,8 @@ Status PayloadSeeds(const stdfs::path& corpus, const std::string& name, const st
     if (!pack.ok()) return pack.status();
     std::vector<char> stored(r.stored_size);
     CLAIRFS_RETURN_IF_ERROR((*pack)->ReadExact(r.offset, r.stored_size, stored.data()));
-    fuzz::PayloadInput in{r.checksum, static_cast<uint32_t>(r.size), static_cast<uint32_t>(r.size / 3),
-                          static_cast<uint32_t>(r.size / 2), r.codec, 0, 0};
+    const auto size = static_cast<uint32_t>(r.size);
+    fuzz::PayloadInput in{r.checksum, size, size / 3, size / 2, r.codec, 0, 0};
     const std::string seed = name + "-codec" + std::to_string(r.codec) + "-" +
                              std::to_string(taken[r.codec]++);
     Write(corpus / "payload" / seed, Prefixed(in, stored));

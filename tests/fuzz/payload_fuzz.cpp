@@ -41,8 +41,8 @@ size_t TableEnd(const std::vector<char>& payload) {
   FrameTableHeader th;
   if (payload.size() < sizeof th) return payload.size();
   std::memcpy(&th, payload.data(), sizeof th);
-  return static_cast<size_t>(
-      std::min<uint64_t>(payload.size(), sizeof th + uint64_t{th.frame_count} * sizeof(FrameEntry)));
+  const uint64_t table = sizeof th + uint64_t{th.frame_count} * sizeof(FrameEntry);
+  return static_cast<size_t>(std::min<uint64_t>(payload.size(), table));
 }
 
 void ResealFrames(std::vector<char>* payload) {
@@ -115,9 +115,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (whole_st.ok()) {
     Require(n.ok(), "a partial read fails where the whole read verified");
-    const size_t want = touches ? std::min<size_t>(length, in.size - in.read_offset) : 0;
+    const size_t from = touches ? in.read_offset : 0;
+    const size_t want = touches ? std::min<size_t>(length, in.size - from) : 0;
     Require(*n == want, "a partial read returns the wrong count");
-    Require(std::equal(part.begin(), part.begin() + want, whole.begin() + (touches ? in.read_offset : 0)),
+    Require(std::equal(part.begin(), part.begin() + want, whole.begin() + from),
             "a partial read differs from the whole file");
     CheckReencoded(whole);
   }
