@@ -4,6 +4,10 @@
 # venvs.sh), then configures and builds clairfs into build/. Idempotent: a
 # second run installs nothing and rebuilds only what changed.
 #
+# clang and libclang-rt-14-dev (libFuzzer's runtime, only recommended by clang,
+# which --no-install-recommends skips) are for scripts/fuzz.sh; the build
+# itself uses GCC.
+#
 # Environment: BUILD_DIR (default build), BUILD_TYPE (default RelWithDebInfo),
 # CLAIRFS_SKIP_APT=1 to skip the package check (offline machines),
 # CLAIRFS_VENVS (default .venvs) and CLAIRFS_SKIP_VENVS=1 (see venvs.sh).
@@ -19,6 +23,7 @@ packages=(
   mpich libmpich-dev
   libzstd-dev zstd libxxhash-dev
   libyaml-cpp-dev catch2
+  clang libclang-rt-14-dev
   slurmctld slurmd slurm-client munge
   python3 python3-numpy python3-torch python3-torchvision python3-pil
   python3-venv python3-dev

@@ -1,5 +1,6 @@
 #include "fs/core/config.hpp"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -58,13 +59,34 @@ std::string ShowDouble(double v) {
   return buf;
 }
 
+// A YAML double-quoted scalar that reads back as exactly `s`: a raw line
+// break or tab inside quotes would be folded into a space on reading.
 std::string Quote(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u == 0x7f) {
+      char esc[8];
+      std::snprintf(esc, sizeof esc, "\\x%02x", u);
+      out += esc;
+    } else {
+      out += c;
+    }
   }
   return out + "\"";
+}
+
+// A sampler's name or a sampler setting's (prefetch_NAME): clairfs-order's
+// names are letters, digits, '-' and '_', which YAML reads back unquoted.
+bool PlainName(std::string_view name) {
+  if (name.empty()) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+  }
+  return true;
 }
 
 const std::vector<Setting>& Table() {
@@ -139,8 +161,8 @@ const std::vector<Setting>& Table() {
       {"prefetch_sampler",
        "none or a clairfs-order sampler (torch-distributed, keras, tf-list-files, ...) [none]",
        [](Config* c, std::string_view v) {
-         c->prefetch_sampler = v;  // the sampler's name is checked with its settings
-         return !v.empty();
+         c->prefetch_sampler = v;  // which samplers exist is checked with their settings
+         return PlainName(v);
        },
        [](const Config& c) { return c.prefetch_sampler; }},
       {"prefetch_root", "dataset root inside the mount, relative [\"\"]",
@@ -246,7 +268,7 @@ Status SetConfigValue(Config* config, std::string_view key, std::string_view val
   }
   // Any other prefetch_ key is one of the sampler's own settings, checked
   // with prefetch_sampler by the order parser (fs/prefetch/prefetch_setup).
-  if (key.size() > 9 && key.substr(0, 9) == "prefetch_") {
+  if (key.size() > 9 && key.substr(0, 9) == "prefetch_" && PlainName(key.substr(9))) {
     const std::string name(key.substr(9));
     for (auto& [k, v] : config->prefetch_settings) {
       if (k == name) {

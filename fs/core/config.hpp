@@ -79,8 +79,9 @@ struct Config {
   uint64_t prefetch_batch_size = 1;             // DataLoader batch_size (Keras batch_size)
   uint64_t prefetch_workers = 0;                // DataLoader num_workers
   uint64_t prefetch_factor = 2;                 // DataLoader prefetch_factor
-  // The sampler's own settings: every other `prefetch_<name>` key, kept as
-  // given (name without the prefix -> value, in the order first set). They
+  // The sampler's own settings: every other `prefetch_<name>` key (a name of
+  // letters, digits, '-' and '_'), kept as given (name without the prefix
+  // -> value, in the order first set). They
   // are clairfs-order's options under another spelling - prefetch_seed is
   // --seed, prefetch_keras_version --keras-version, a switch is true/false
   // (prefetch_drop_last: true, prefetch_shuffle: false for --no-shuffle) - and

@@ -7,27 +7,12 @@
 #include <cstdio>
 
 #include "fs/core/log.hpp"
+#include "fs/dist/manifest_envelope.hpp"
 #include "fs/net/mpi_transport.hpp"
 #include "partitioner/format/file_io.hpp"
 
 namespace clairfs::fs {
 namespace {
-
-// A broadcast carries either the manifest or the error that stopped rank 0:
-// first byte 1 + manifest bytes, or 0 + message.
-std::vector<char> Envelope(const Result<std::vector<char>>& r) {
-  std::vector<char> out;
-  if (r.ok()) {
-    out.reserve(r->size() + 1);
-    out.push_back(1);
-    out.insert(out.end(), r->begin(), r->end());
-  } else {
-    const std::string msg = r.status().ToString();
-    out.push_back(0);
-    out.insert(out.end(), msg.begin(), msg.end());
-  }
-  return out;
-}
 
 std::string Json(const char* key, uint64_t v) {
   return std::string("\"") + key + "\": " + std::to_string(v);
@@ -96,20 +81,17 @@ Status Cluster::Start(const ClusterOptions& o) {
     std::vector<char> bytes;
     std::string file;
     read = format::Manifest::ReadFile(o.dataset, &bytes, &file);
-    envelope = Envelope(read.ok() ? Result<std::vector<char>>(std::move(bytes))
-                                  : Result<std::vector<char>>(read));
+    envelope = EncodeManifestEnvelope(read.ok() ? Result<std::vector<char>>(std::move(bytes))
+                                                : Result<std::vector<char>>(read));
   }
   if (transport_) {
     CLAIRFS_RETURN_IF_ERROR(
         transport_->Broadcast(&envelope, 0, SteadyClock::now() + o.start_timeout));
   }
   if (!read.ok()) return read;
-  if (envelope.empty() || envelope[0] != 1) {
-    const std::string msg(envelope.begin() + (envelope.empty() ? 0 : 1), envelope.end());
-    return Status::IOError("rank 0 could not read the manifest: " + msg);
-  }
-  envelope.erase(envelope.begin());
-  auto m = format::Manifest::Parse(std::move(envelope), o.dataset + "/manifest");
+  auto bytes = DecodeManifestEnvelope(std::move(envelope));
+  if (!bytes.ok()) return bytes.status();
+  auto m = format::Manifest::Parse(std::move(bytes).value(), o.dataset + "/manifest");
   if (!m.ok()) return m.status();
   manifest_ = *m;
 

@@ -54,7 +54,8 @@ Status MemoryFile::ReadExact(uint64_t offset, size_t size, void* dst) const {
     return Status::Corruption(name_ + ": truncated (wanted " + std::to_string(size) +
                               " bytes at offset " + std::to_string(offset) + ")");
   }
-  std::memcpy(dst, bytes_.data() + offset, size);
+  // memcpy needs valid pointers even for 0 bytes, and an empty buffer may have none.
+  if (size > 0) std::memcpy(dst, bytes_.data() + offset, size);
   return Status::Ok();
 }
 

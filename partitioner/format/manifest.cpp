@@ -139,8 +139,11 @@ Result<std::shared_ptr<const Manifest>> Manifest::Parse(std::vector<char> bytes,
           r.offset > p.pack_bytes - r.stored_size) {
         return Bad(source, "file node " + std::to_string(i) + " payload outside its pack");
       }
+      // Only files larger than the frame size are framed, so a raw or zstd
+      // payload decodes to at most frame_size bytes: what a read of it allocates.
       if (r.codec > static_cast<uint8_t>(Codec::kFramed) ||
-          (r.codec == static_cast<uint8_t>(Codec::kRaw) && r.stored_size != r.size)) {
+          (r.codec == static_cast<uint8_t>(Codec::kRaw) && r.stored_size != r.size) ||
+          (r.codec != static_cast<uint8_t>(Codec::kFramed) && r.size > h->frame_size)) {
         return Bad(source, "file node " + std::to_string(i) + " has a bad codec or size");
       }
     } else {

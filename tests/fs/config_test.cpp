@@ -47,6 +47,41 @@ TEST_CASE("the effective config reads back to the same config", "[config]") {
   CHECK(DescribeConfig(back) == DescribeConfig(c));
 }
 
+// config_fuzz (tests/fuzz/regressions/config/quoted-line-breaks): a quoted
+// value with line breaks was described with them raw, and YAML folds raw line
+// breaks inside quotes into spaces, so the description read back differently.
+TEST_CASE("fuzz regression: values with line breaks and tabs read back exactly", "[config]") {
+  Config c;
+  std::vector<std::string> errors;
+  ApplyYaml("dataset: \"/scrat\n\n\n  cad: 0\"\nmount: \"/m\\tx\\ry\\x7f\"\n"
+            "prefetch_sampler: keras\nprefetch_seed: \"4\\n2\"\n",
+            "fuzzed", &c, &errors);
+  REQUIRE(errors.empty());
+  CHECK(c.dataset == "/scrat\n\ncad: 0");
+  CHECK(c.mount == "/m\tx\ry\x7f");
+  Config back;
+  ApplyYaml(DescribeConfig(c), "described", &back, &errors);
+  REQUIRE(errors.empty());
+  CHECK(back.dataset == c.dataset);
+  CHECK(back.mount == c.mount);
+  CHECK(back.prefetch_settings == c.prefetch_settings);
+}
+
+TEST_CASE("a sampler's and a sampler setting's names are plain names", "[config]") {
+  Config c;
+  CHECK(SetConfigValue(&c, "prefetch_keras_version", "3.15").ok());
+  CHECK(SetConfigValue(&c, "prefetch_sampler", "tf-list-files").ok());
+  CHECK_FALSE(SetConfigValue(&c, "prefetch_sampler", "a: #b").ok());
+  CHECK_FALSE(SetConfigValue(&c, "prefetch_sampler", "").ok());
+  for (const char* key : {"prefetch_a b", "prefetch_x: y", "prefetch_#", "prefetch_n\nm"}) {
+    INFO(key);
+    const Status st = SetConfigValue(&c, key, "1");
+    CHECK_FALSE(st.ok());
+    CHECK(st.message().find("unknown key") != std::string::npos);
+  }
+  CHECK(c.prefetch_settings.size() == 1);
+}
+
 TEST_CASE("yaml file then command line, command line wins", "[config]") {
   TempDir dir;
   std::string yaml =

@@ -253,6 +253,10 @@ TEST_CASE("Manifest Parse rejects file records that point nowhere", "[manifest][
     EditNode(&bytes, 2, [](NodeRecord& r) { r.codec = 3; });
     why = "bad codec or size";
   }
+  SECTION("unframed file larger than the frame size") {
+    EditHeader(&bytes, [](ManifestHeader& h) { h.frame_size = 1; });
+    why = "bad codec or size";
+  }
   Reseal(&bytes);
   RequireRejected(bytes, Code::kCorruption, why);
 }
