@@ -102,6 +102,10 @@ class EpochReport(tf.keras.callbacks.Callback):
                 json.dump({"ranks": self.size, "epochs": self.epochs}, f, indent=1)
 
 
+def blake2b_hex(data):
+    return hashlib.blake2b(data, digest_size=8).hexdigest()
+
+
 class SampleLog:
     """One line per sample the model receives, in the order it receives them:
     a running number and a hash of the sample's bytes (pixels and label)."""

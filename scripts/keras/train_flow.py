@@ -12,6 +12,8 @@ Horovod (Keras 2 line) averages gradients; without it (Keras 3 line) the
 ranks come from the launcher's environment and train independently.
 """
 import argparse
+import io
+import os
 import sys
 
 import tensorflow as tf
@@ -31,13 +33,30 @@ def main():
                                  batch_size=a.batch_size, seed=a.seed)
     log = common.SampleLog(a.sample_log and "%s.rank%d" % (a.sample_log, rank))
     if a.sample_log:
-        # Record each batch exactly as the iterator hands it to the model.
+        # Record each batch exactly as the iterator hands it to the model, and
+        # in FILE.rankN.files the files it was made of: per batch a line of
+        # dataset indices, then each file's name and a hash of the bytes the
+        # loader read (its one read of the file, handed on as a BytesIO).
+        files = open("%s.rank%d.files" % (a.sample_log, rank), "w")
+        image_utils = sys.modules[type(it).__module__].image_utils
+        load_img = image_utils.load_img
+
+        def load_logged(path, *args, **kwargs):
+            with open(path, "rb") as f:
+                data = f.read()
+            name = os.path.relpath(path, a.data)
+            files.write("%s %s\n" % (name, common.blake2b_hex(data)))
+            return load_img(io.BytesIO(data), *args, **kwargs)
+
+        image_utils.load_img = load_logged
         make_batch = it._get_batches_of_transformed_samples
 
         def logged(index_array):
+            files.write("batch %s\n" % " ".join(str(int(j)) for j in index_array))
             x, y = make_batch(index_array)
             for xi, yi in zip(x, y):
                 log.add(xi.tobytes(), yi.tobytes())
+            files.flush()
             return x, y
 
         it._get_batches_of_transformed_samples = logged
