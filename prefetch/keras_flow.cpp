@@ -259,6 +259,13 @@ Result<std::optional<BatchEpoch>> KerasFlow::Batches(uint64_t rank, uint64_t epo
   if (!batches.ok()) return batches.status();
   BatchEpoch out;
   out.batches = std::move(batches).value();
+  // EpochBatches lists each candidate array's slices in turn.
+  const size_t per_array = EpochBatchPositions(epoch).size();
+  if (per_array > 0 && out.batches.size() > per_array) {
+    for (size_t i = 0; i < out.batches.size(); ++i) {
+      out.alternative.push_back(static_cast<uint32_t>(i / per_array));
+    }
+  }
   // The batches trained on. tf.data's read-ahead opens more (ReadAhead):
   // Keras 3 trains on them in the next epoch, which then reads as many fewer
   // new ones; tf.keras 2 never trains on them, so with steps_per_epoch below

@@ -37,6 +37,11 @@ struct BatchEpoch {
   // read whole: batches.size() when every candidate is read, fewer when the
   // epoch reads only some of them (which ones is unknown).
   uint64_t reads = 0;
+  // Empty, or for each of `batches` the alternative it belongs to (0, 1,
+  // ...): the epoch reads the batches of one alternative only, which one
+  // being unknown (Keras: one of several candidate index arrays). `reads`
+  // counts reads within that alternative.
+  std::vector<uint32_t> alternative;
 };
 
 class Sampler {

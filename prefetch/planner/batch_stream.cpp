@@ -97,6 +97,17 @@ BatchStream::Prepared BatchStream::Prepare(uint64_t epoch,
       }
     }
     re.reads_left = std::min<uint64_t>(in.reads, candidates) * re.readers;
+    const std::vector<uint32_t>& alt = in.alternative;
+    const uint32_t alternatives = alt.empty() ? 1 : 1 + *std::max_element(alt.begin(), alt.end());
+    if (alternatives > 1 && alt.size() + re.lead == re.units.size()) {
+      re.alt.assign(re.lead, kAnyAlternative);
+      re.alt.insert(re.alt.end(), alt.begin(), alt.end());
+      re.alive.assign(alternatives, 1);
+      re.alive_count = alternatives;
+      re.run_unit.assign(alternatives, 0);
+      re.run_len.assign(alternatives, 0);
+      re.run_first.assign(alternatives, 1);
+    }
     std::sort(re.by_file.begin(), re.by_file.end());
     e.max_units = std::max<uint64_t>(e.max_units, re.units.size());
     e.ranks.push_back(std::move(re));
@@ -156,8 +167,107 @@ uint64_t BatchStream::Key(FileId file) const {
 BatchStream::Located BatchStream::Open(FileId file, bool repeat, std::vector<FileId>* changed) {
   Located out;
   if (!TakeBegun(file, &out)) BeginRead(file, repeat, changed, &out);
+  if (!repeat) {
+    if (out.found) {
+      if (!taker_->alt.empty() && taker_->readers == 1 && taker_unit_ >= taker_->lead) {
+        Reconsider(*taker_, taker_unit_, file, changed, &out);
+      }
+    } else if (!pins_.empty()) {
+      // Not in the batch being read nor in a read left: the batch may have
+      // been pinned in the wrong alternative.
+      const Pin& last = pins_.rbegin()->second;
+      RankEpoch& re = Find(last.epoch)->ranks[last.rank_slot];
+      if (!re.alt.empty() && re.readers == 1) Reconsider(re, kNoUnit, file, changed, &out);
+    }
+  }
   if (out.found) touched_ = std::max(touched_, out.epoch);
   return out;
+}
+
+void BatchStream::Reconsider(RankEpoch& re, uint32_t u, FileId file, std::vector<FileId>* changed,
+                             Located* out) {
+  std::vector<FileId> moved;
+  const bool undone = Weigh(re, u, file, changed, &moved);
+  // The opens of the reads given back are taken again by the alternatives
+  // left; then this one, unless it kept its place.
+  for (FileId f : moved) {
+    Located again;
+    if (f != file && !TakeBegun(f, &again)) BeginRead(f, false, changed, &again);
+  }
+  if (undone || !out->found) {
+    *out = Located();
+    if (!TakeBegun(file, out)) BeginRead(file, false, changed, out);
+  }
+}
+
+bool BatchStream::Weigh(RankEpoch& re, uint32_t u, FileId file, std::vector<FileId>* changed,
+                        std::vector<FileId>* moved) {
+  const uint32_t n = static_cast<uint32_t>(re.alive.size());
+  constexpr uint32_t kNone = UINT32_MAX;
+  std::vector<uint32_t> unit_of(n, kNone);
+  for (auto it = FirstOf(re.by_file, file); it != re.by_file.end() && std::get<0>(*it) == file;
+       ++it) {
+    const uint32_t v = std::get<1>(*it);
+    if (re.alt[v] != kAnyAlternative) unit_of[re.alt[v]] = v;
+  }
+  // Each live alternative's run after this open, or kNone where it breaks.
+  std::vector<uint32_t> len(n, kNone);
+  uint32_t fits = 0;
+  for (uint32_t a = 0; a < n; ++a) {
+    const uint32_t v = unit_of[a];
+    if (re.alive[a] == 0 || v == kNone) continue;
+    const uint32_t run = re.run_len[a];
+    if (run > 0 && v == re.run_unit[a]) {
+      if (run < re.units[v].size()) len[a] = run + 1;
+    } else if (run == 0 || re.run_first[a] != 0 || run == re.units[re.run_unit[a]].size()) {
+      len[a] = 1;
+    }
+    fits += len[a] != kNone;
+  }
+  if (fits < re.alive_count) {
+    // Units stop or start being wanted: every key may change.
+    for (const auto& unit : re.units) changed->insert(changed->end(), unit.begin(), unit.end());
+  }
+  if (fits == 0) {
+    // No alternative explains the opens: all come back, the evidence restarts.
+    re.alive.assign(n, 1);
+    re.alive_count = n;
+    for (uint32_t a = 0; a < n; ++a) {
+      re.run_unit[a] = unit_of[a] == kNone ? 0 : unit_of[a];
+      re.run_len[a] = unit_of[a] == kNone ? 0 : 1;
+      re.run_first[a] = 1;
+    }
+    return false;
+  }
+  for (uint32_t a = 0; a < n; ++a) {
+    if (re.alive[a] == 0) continue;
+    if (len[a] != kNone) {
+      if (len[a] == 1 && re.run_len[a] > 0) re.run_first[a] = 0;
+      re.run_unit[a] = unit_of[a];
+      re.run_len[a] = len[a];
+      continue;
+    }
+    re.alive[a] = 0;
+    --re.alive_count;
+  }
+  // Reads begun in units of dropped alternatives are given back.
+  bool undone = false;
+  for (uint32_t v = re.lead; v < re.units.size(); ++v) {
+    if (re.begun[v] == 0 || Possible(re, v)) continue;
+    undone |= v == u;
+    re.reads_left += re.begun[v];
+    for (size_t i = 0; i < re.units[v].size(); ++i) {
+      if (re.opened[v][i] > 0) moved->push_back(re.units[v][i]);
+      re.open_left -= re.begun[v] - re.opened[v][i];
+      re.opened[v][i] = 0;
+    }
+    re.begun[v] = 0;
+    if (re.pin[v] != 0) {
+      pins_.erase(re.pin[v]);
+      re.pin[v] = 0;
+    }
+  }
+  return undone;
 }
 
 bool BatchStream::TakeBegun(FileId file, Located* out) {
@@ -181,6 +291,8 @@ bool BatchStream::TakeBegun(FileId file, Located* out) {
   }
   if (best == nullptr) return false;
   out->found = true;
+  taker_ = best;
+  taker_unit_ = best_u;
   ++best->opened[best_u][best_pos];
   --best->open_left;
   const std::vector<uint16_t>& opened = best->opened[best_u];

@@ -32,6 +32,18 @@
 // are whole-unit: walking them fetches whole batches, and eviction (furthest
 // first) takes whole batches from the far end.
 //
+// Alternatives (BatchEpoch::alternative): when an epoch's candidates are
+// several alternatives of which one is read, the opens are the evidence. A
+// rank with one reader opens a batch's files one after the other, so in the
+// alternative being read the epoch's opens fall into runs, each run one
+// unit opened whole (the first run seen may have begun before). An
+// alternative whose units the opens do not follow that way drops out: its
+// units are no longer wanted, and reads begun in them are given back, their
+// opens moving to the unit that takes the current open. When the opens fit
+// no alternative (an open counted in the wrong epoch), all come back and the
+// evidence starts again. Several readers of a rank interleave their batches:
+// there every alternative stays.
+//
 // Memory: about 18 bytes per entry of a materialised epoch. Single-thread:
 // the Planner locks around it.
 #pragma once
@@ -53,6 +65,7 @@ struct BatchUnits {
   std::vector<std::vector<FileId>> lead;
   std::vector<std::vector<FileId>> batches;
   uint64_t reads = 0;
+  std::vector<uint32_t> alternative;  // BatchEpoch::alternative
 };
 
 class BatchStream {
@@ -173,8 +186,16 @@ class BatchStream {
     uint64_t reads_left = 0;  // candidate reads not begun: R x reads in all
     uint64_t lead_left = 0;   // lead reads not begun
     uint64_t open_left = 0;   // files begun reads have not opened
+    // Alternatives: by unit (lead units kAnyAlternative), then by
+    // alternative whether it is still possible and its current run.
+    std::vector<uint32_t> alt;
+    std::vector<uint8_t> alive;
+    std::vector<uint32_t> run_unit, run_len;
+    std::vector<uint8_t> run_first;  // the run may have begun before the evidence
+    uint32_t alive_count = 0;
     bool done() const { return reads_left == 0 && lead_left == 0 && open_left == 0; }
   };
+  static constexpr uint32_t kAnyAlternative = UINT32_MAX;
   struct Epoch {
     uint64_t epoch = 0;
     uint64_t max_units = 0;
@@ -188,12 +209,27 @@ class BatchStream {
   };
 
   static bool Wanted(const RankEpoch& re, uint64_t u) {
-    return u < re.units.size() && re.begun[u] < re.readers && (u < re.lead || re.reads_left > 0);
+    return u < re.units.size() && re.begun[u] < re.readers &&
+           (u < re.lead || (re.reads_left > 0 && Possible(re, u)));
+  }
+  static bool Possible(const RankEpoch& re, uint64_t u) {
+    return re.alt.empty() || re.alt[u] == kAnyAlternative || re.alive[re.alt[u]] != 0;
   }
   uint64_t UnpinnedBase(uint64_t epoch) const;
   const Epoch* Find(uint64_t epoch) const;
   Epoch* Find(uint64_t epoch);
+  // Gives the open to a begun unit (the earliest pinned); taker_ says which.
   bool TakeBegun(FileId file, Located* out);
+  // An open `re`'s unit `u` took, as evidence on its alternatives. Those
+  // that drop out give back their begun reads (the files they had opened go
+  // to *moved); true when that undid this open.
+  bool Weigh(RankEpoch& re, uint32_t u, FileId file, std::vector<FileId>* changed,
+             std::vector<FileId>* moved);
+  // Weigh, then the opens given back and this one (taken by `re`'s unit
+  // `u`, or by none: kNoUnit) are taken again.
+  void Reconsider(RankEpoch& re, uint32_t u, FileId file, std::vector<FileId>* changed,
+                  Located* out);
+  static constexpr uint32_t kNoUnit = UINT32_MAX;
   bool BeginRead(FileId file, bool repeat, std::vector<FileId>* changed, Located* out);
   // The earliest epoch in which a begun read still under way has opened
   // `file`, or kNever.
@@ -208,6 +244,9 @@ class BatchStream {
   uint64_t touched_ = 0;            // the latest epoch that took an open
   std::deque<Epoch> epochs_;
   std::map<uint64_t, Pin> pins_;  // begun units with files to open, by sequence
+  // The unit the last TakeBegun gave an open to.
+  RankEpoch* taker_ = nullptr;
+  uint32_t taker_unit_ = 0;
   uint64_t next_seq_ = 1;
 };
 

@@ -10,6 +10,7 @@ void Planner::OnBatchOpen(FileId file, bool repeat, OpenResult* r,
                           std::unique_lock<std::mutex>& lock) {
   std::vector<FileId> changed;
   BatchStream::Located at = batches_->Open(file, repeat, &changed);
+  changed.push_back(file);  // an open moves its own key on
   if (at.pinned != nullptr) {
     ++stats_.batches_pinned;
     const bool whole = std::all_of(at.pinned->begin(), at.pinned->end(), [&](FileId f) {
@@ -119,6 +120,7 @@ void Planner::ExtendBatches(std::unique_lock<std::mutex>& lock) {
       u.lead = ToFiles(b.lead);
       u.batches = ToFiles(b.batches);
       u.reads = b.reads;
+      u.alternative = std::move(b.alternative);
       for (auto* list : {&u.lead, &u.batches}) {
         for (auto& batch : *list) {
           // Files the daemon does not serve are no part of a batch's reads.

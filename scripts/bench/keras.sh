@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# The end-to-end row for a Horovod + Keras job: the tutorial's pattern B
-# (scripts/keras/train_dataset.py: image_dataset_from_directory(batch_size=1,
-# seed) sharded after loading, so each rank opens every file), 2 Horovod ranks
-# (tf-keras2 venv, mpiexec), its dataset on the throttled stand-in for a shared
-# file system (scripts/bench/throttle.sh), in three ways, caches dropped before
-# each:
+# The end-to-end rows for a Horovod + Keras job, 2 Horovod ranks (tf-keras2
+# venv, mpiexec), its dataset on the throttled stand-in for a shared file
+# system (scripts/bench/throttle.sh), one of the tutorials' two patterns:
+#   B (default)  scripts/keras/train_dataset.py: image_dataset_from_directory(
+#                batch_size=1, seed) sharded after loading, so each rank opens
+#                every file
+#   A            scripts/keras/train_flow.py: ImageDataGenerator(augmentation)
+#                .flow_from_directory(seed) on every rank, fit(steps_per_epoch=
+#                len(it) // 2) (the daemons run it in batch mode)
+# in three ways, caches dropped before each:
 #   local    a warm local copy of the JPEG tree (tmpfs, read once before)
 #   direct   reading the JPEG tree on the stand-in
 #   clairfs  through 2 clairfsd ranks whose packs are on the stand-in (staged to
@@ -12,20 +16,23 @@
 # Prints a markdown table (each epoch; clairfs / local, direct / clairfs) and the
 # prefetcher's per-epoch share of opens that found their file ready.
 #
-# usage: scripts/bench/keras.sh [--per-class N] [--epochs E] [--mbps M] [--iops I]
+# usage: scripts/bench/keras.sh [--pattern A|B] [--per-class N] [--epochs E] [--mbps M] [--iops I]
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$repo/${BUILD_DIR:-build}/bin
 PY=/usr/bin/python3
 HVD_PY=${CLAIRFS_VENVS:-$repo/.venvs}/tf-keras2/bin/python
-per_class=128 epochs=3 mbps=50 iops=200
+per_class=128 epochs=3 mbps=50 iops=200 pattern=B
+usage="usage: $0 [--pattern A|B] [--per-class N] [--epochs E] [--mbps M] [--iops I]"
 while (($#)); do
   case $1 in
+    --pattern) pattern=${2^^}; shift 2 ;;
     --per-class) per_class=$2; shift 2 ;; --epochs) epochs=$2; shift 2 ;;
     --mbps) mbps=$2; shift 2 ;; --iops) iops=$2; shift 2 ;;
-    *) echo "usage: $0 [--per-class N] [--epochs E] [--mbps M] [--iops I]" >&2; exit 2 ;;
+    *) echo "$usage" >&2; exit 2 ;;
   esac
 done
+[[ $pattern == A || $pattern == B ]] || { echo "keras.sh: --pattern takes A or B" >&2; exit 2; }
 [[ -x $HVD_PY ]] || { echo "keras.sh: no $HVD_PY (scripts/setup.sh creates it)" >&2; exit 1; }
 source "$repo/scripts/bench/throttle.sh"
 bench_workspace keras 4 "$mbps" "$iops"
@@ -38,18 +45,31 @@ trap 'rm -rf "$local_copy"; bench_cleanup' EXIT
 cp -r "$PFS_MNT/data" "$local_copy/"
 pfs_enter
 
+# Batch 32 in both; pattern A's augmentation is the script's own.
+if [[ $pattern == B ]]; then
+  script=$repo/scripts/keras/train_dataset.py
+  sampler_settings="prefetch_sampler: keras
+prefetch_global_seed: 42
+prefetch_batch_size: 1"
+else
+  script=$repo/scripts/keras/train_flow.py
+  len=$(((nfiles + 31) / 32))
+  sampler_settings="prefetch_sampler: keras-flow
+prefetch_batch_size: 32
+prefetch_protocol: fit
+prefetch_augment: \"horizontal_flip=1,rotation_range=10,width_shift_range=0.1,zoom_range=0.1\"
+prefetch_steps_per_epoch: $((len / 2))"
+fi
 train() {  # train NAME DATA0 DATA1: Horovod rank r reads DATAr
   local args=(--epochs "$epochs" --batch-size 32 --seed 42 --deterministic --report "$W/$1.json")
-  TF_CPP_MIN_LOG_LEVEL=2 "$MPIEXEC" -n 1 "$HVD_PY" "$repo/scripts/keras/train_dataset.py" "$2" "${args[@]}" \
-    : -n 1 "$HVD_PY" "$repo/scripts/keras/train_dataset.py" "$3" "${args[@]}" >&2
+  TF_CPP_MIN_LOG_LEVEL=2 "$MPIEXEC" -n 1 "$HVD_PY" "$script" "$2" "${args[@]}" \
+    : -n 1 "$HVD_PY" "$script" "$3" "${args[@]}" >&2
 }
 cat >"$W/clairfs.yaml" <<YAML
-prefetch_sampler: keras
+$sampler_settings
 prefetch_root: train
 prefetch_seed: 42
-prefetch_global_seed: 42
 prefetch_keras_version: "2.15"
-prefetch_batch_size: 1
 prefetch_epochs: $epochs
 prefetch_world_size: 2
 ram_cache: 512M
@@ -67,13 +87,18 @@ cp "$W/mnt0/.clairfs/stats.json" "$W/stats0.json"
 cp "$W/mnt1/.clairfs/stats.json" "$W/stats1.json"
 stop_ranks
 
-$PY - "$W" "$nfiles" "$PFS_DESC" <<'PY'
+$PY - "$W" "$nfiles" "$PFS_DESC" "$pattern" <<'PY'
 import json, sys
-w, n, desc = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+w, n, desc, pattern = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 runs = {k: json.load(open("%s/%s.json" % (w, k)))["epochs"] for k in ("local", "direct", "clairfs")}
-print("Setting: scripts/keras/train_dataset.py (pattern B), Horovod 0.28.1 + tf.keras 2.15, "
-      "2 ranks, batch 32, each rank opening all %d JPEG files every epoch (%s); caches dropped "
-      "before each run; one round." % (n, desc))
+if pattern == "B":
+    what = ("scripts/keras/train_dataset.py (pattern B), Horovod 0.28.1 + tf.keras 2.15, 2 ranks, "
+            "batch 32, each rank opening all %d JPEG files every epoch" % n)
+else:
+    what = ("scripts/keras/train_flow.py (pattern A), Horovod 0.28.1 + tf.keras 2.15, 2 ranks, "
+            "batch 32, %d JPEG files, fit(steps_per_epoch=%d): each rank opens half of them "
+            "(the same half) every epoch" % (n, (n + 31) // 32 // 2))
+print("Setting: %s (%s); caches dropped before each run; one round." % (what, desc))
 print()
 print("| epoch | local copy (s) | direct (s) | clairfs (s) | clairfs / local | direct / clairfs | ready at open (node 0, node 1) |")
 print("| --- | --- | --- | --- | --- | --- | --- |")

@@ -63,6 +63,18 @@ for line in tf-keras2:2.15 tf-current:3.15; do
   launcher=$!
   "$BIN/clairfs-wait" "$T/mnt0" "$T/mnt1" --timeout 60 --quiet || { fail "$venv: mounts"; cat "$T/daemons-$venv.log"; break; }
   train clairfs "$T/mnt0/train" "$T/mnt1/train" || { fail "$venv: training through the mounts"; tail -20 "$T/clairfs.log"; }
+  # inotify reports opens after the fact: wait until both counts stop moving.
+  $PY - "$T/mnt0/.clairfs/stats.json" "$T/mnt1/.clairfs/stats.json" <<'PY'
+import json, sys, time
+last, still = None, 0
+for _ in range(200):
+    now = [json.load(open(p))["prefetch"]["opens"] for p in sys.argv[1:]]
+    still = still + 1 if now == last else 0
+    if still >= 10:
+        break
+    last = now
+    time.sleep(0.1)
+PY
   cp "$T/mnt0/.clairfs/stats.json" "$T/stats0.json"
   cp "$T/mnt1/.clairfs/stats.json" "$T/stats1.json"
   kill -TERM "$launcher"; wait "$launcher" || fail "$venv: the daemons did not stop cleanly"; launcher=""

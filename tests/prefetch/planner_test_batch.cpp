@@ -617,3 +617,96 @@ TEST_CASE("Batch mode: a file opened twice inside its batch is a repeat, not the
   CHECK(s.batches_pinned == 2 * job.batches());
   CHECK(planner->Positions()[0].epoch == 2);
 }
+
+namespace {
+
+// Two alternatives over 8 files of 10 bytes, 2 epochs alike: alternative 0
+// cuts them {0,1} {2,3} {4,5} {6,7}, alternative 1 {1,2} {3,4} {5,6} {7,0};
+// an epoch reads 4 batches of one of them.
+std::unique_ptr<pf::Planner> AlternativesPlanner(uint64_t budget, const pf::Clock& clock) {
+  pf::PlannerConfig c;
+  c.local_ranks = {0};
+  c.end_epoch = 2;
+  c.batch_size = 2;
+  c.budget_bytes = budget;
+  c.pin_recent_opens = 0;
+  pf::PlannerInput in;
+  in.batches = [](uint64_t, uint64_t) {
+    pf::BatchEpoch e;
+    e.batches = {{0, 1}, {2, 3}, {4, 5}, {6, 7}, {1, 2}, {3, 4}, {5, 6}, {7, 0}};
+    e.alternative = {0, 0, 0, 0, 1, 1, 1, 1};
+    e.reads = 4;
+    return clairfs::Result<std::optional<pf::BatchEpoch>>(std::optional<pf::BatchEpoch>(e));
+  };
+  in.order = [](const std::vector<uint64_t>&, uint64_t) {
+    return clairfs::Result<std::vector<std::vector<pf::Index>>>(
+        std::vector<std::vector<pf::Index>>{{0, 1, 2, 3, 4, 5, 6, 7}});
+  };
+  in.file_of_index = {0, 1, 2, 3, 4, 5, 6, 7};
+  in.file_size.assign(8, 10);
+  auto created = pf::Planner::Create(c, in, clock);
+  REQUIRE(created.ok());
+  REQUIRE((*created)->batch_mode());
+  return std::move(created).value();
+}
+
+}  // namespace
+
+TEST_CASE("Batch mode, alternatives: the opens pick the one being read", "[unit][planner]") {
+  pf::FakeClock clock;
+  auto planner = AlternativesPlanner(1000, clock);
+  pf::Planner& p = *planner;
+  for (FileId f : p.NextFetches(100).fetch) CHECK(p.OnFetched(f, 10).empty());
+  // Epoch 0 reads alternative 1: {3,4} {7,0} {1,2} {5,6}. The first batch
+  // fits both until 7 follows 4 with alternative 0's {4,5} half read.
+  for (FileId f : {3, 4, 7, 0, 1, 2, 5, 6}) CHECK(p.OnOpen(f).predicted);
+  // Epoch 1 reads alternative 0 in the order {6,7} {0,1} {4,5} {2,3}.
+  for (FileId f : {6, 7, 0, 1, 4, 5, 2, 3}) CHECK(p.OnOpen(f).predicted);
+  pf::PlannerStats s = p.Stats();
+  CHECK(s.deviations == 0);
+  REQUIRE(s.per_epoch.size() == 2);
+  CHECK(s.per_epoch[0].opens == 8);  // the batch begun in the wrong alternative moved
+  CHECK(s.per_epoch[1].opens == 8);
+  CHECK(s.batches_pinned >= 8);
+}
+
+TEST_CASE("Batch mode, alternatives: a small budget follows the alternative once picked",
+          "[unit][planner]") {
+  pf::FakeClock clock;
+  auto planner = AlternativesPlanner(40, clock);  // room for 4 files
+  pf::Planner& p = *planner;
+  auto fetch_all = [&] {
+    std::vector<FileId> got;
+    for (int round = 0; round < 8; ++round) {
+      pf::FetchPlan plan = p.NextFetches(100);
+      if (plan.fetch.empty()) break;
+      for (FileId f : plan.fetch) {
+        got.push_back(f);
+        p.OnFetched(f, 10);
+      }
+
+    }
+    return got;
+  };
+  fetch_all();
+  // Alternative 1's first batch, then 7: alternative 0 drops out.
+  p.OnOpen(3);
+  fetch_all();
+  p.OnOpen(4);
+  fetch_all();
+  p.OnOpen(7);
+  fetch_all();
+  p.OnOpen(0);
+  fetch_all();
+  // Left to read: {1,2} and {5,6}, both alternative 1's; with room for 4
+  // files all four are resident now, whatever alternative 0 wanted.
+  for (FileId f : {1, 2, 5, 6}) {
+    INFO("file " << f);
+    CHECK(p.OnOpen(f).ready);
+  }
+  pf::PlannerStats s = p.Stats();
+  CHECK(s.deviations == 0);
+  REQUIRE_FALSE(s.per_epoch.empty());
+  CHECK(s.per_epoch[0].opens == 8);
+  CHECK(s.peak_used_bytes <= 40);
+}
