@@ -16,17 +16,20 @@
 # Prints a markdown table (each epoch; clairfs / local, direct / clairfs) and the
 # prefetcher's per-epoch share of opens that found their file ready.
 #
+# --json FILE also writes every epoch in the form scripts/bench/plot.py draws.
+#
 # usage: scripts/bench/keras.sh [--pattern A|B] [--per-class N] [--epochs E] [--mbps M] [--iops I]
+#                               [--json FILE]
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$repo/${BUILD_DIR:-build}/bin
 PY=/usr/bin/python3
 HVD_PY=${CLAIRFS_VENVS:-$repo/.venvs}/tf-keras2/bin/python
-per_class=128 epochs=3 mbps=50 iops=200 pattern=B
-usage="usage: $0 [--pattern A|B] [--per-class N] [--epochs E] [--mbps M] [--iops I]"
+per_class=128 epochs=3 mbps=50 iops=200 pattern=B json=""
+usage="usage: $0 [--pattern A|B] [--per-class N] [--epochs E] [--mbps M] [--iops I] [--json FILE]"
 while (($#)); do
   case $1 in
-    --pattern) pattern=${2^^}; shift 2 ;;
+    --pattern) pattern=${2^^}; shift 2 ;; --json) json=$2; shift 2 ;;
     --per-class) per_class=$2; shift 2 ;; --epochs) epochs=$2; shift 2 ;;
     --mbps) mbps=$2; shift 2 ;; --iops) iops=$2; shift 2 ;;
     *) echo "$usage" >&2; exit 2 ;;
@@ -87,9 +90,9 @@ cp "$W/mnt0/.clairfs/stats.json" "$W/stats0.json"
 cp "$W/mnt1/.clairfs/stats.json" "$W/stats1.json"
 stop_ranks
 
-$PY - "$W" "$nfiles" "$PFS_DESC" "$pattern" <<'PY'
+$PY - "$W" "$nfiles" "$PFS_DESC" "$pattern" "$json" <<'PY'
 import json, sys
-w, n, desc, pattern = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+w, n, desc, pattern, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 runs = {k: json.load(open("%s/%s.json" % (w, k)))["epochs"] for k in ("local", "direct", "clairfs")}
 if pattern == "B":
     what = ("scripts/keras/train_dataset.py (pattern B), Horovod 0.28.1 + tf.keras 2.15, 2 ranks, "
@@ -111,4 +114,13 @@ for e in range(len(runs["local"])):
     r = ", ".join("%.1f%%" % (100.0 * p[e]["ready"] / max(1, p[e]["opens"])) if e in p else "-"
                   for p in ready)
     print("| %d | %.2f | %.2f | %.2f | %.2fx | %.2fx | %s |" % (e, a, b, c, c / a, b / c, r))
+if out:
+    json.dump({"files": n, "throttle": desc,
+               "title": "Horovod + Keras, pattern %s" % pattern,
+               "labels": {"local": "warm local copy (tmpfs)", "direct": "direct (throttled FS)",
+                          "clairfs": "clairfs"},
+               "runs": runs,
+               "ready_per_epoch": [[p[e]["ready"] / max(1, p[e]["opens"]) if e in p else None
+                                    for e in range(len(runs["local"]))] for p in ready]},
+              open(out, "w"), indent=1)
 PY

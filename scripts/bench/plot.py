@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Plots scripts/bench/train.sh's JSON files, one row per file (a throttle
-setting): epoch time per configuration, and where the prefetcher found the
-files the training opened.
+"""Plots scripts/bench/train.sh's and keras.sh's JSON files, one row per file
+(a script and throttle setting): epoch time per configuration, and where the
+prefetcher found the files the training opened (train.sh) or the share of
+opens ready per epoch (keras.sh).
 usage: plot.py TRAIN.json [TRAIN.json ...] OUT.png (needs python3-matplotlib)."""
 import json
 import sys
@@ -22,17 +23,29 @@ fig, axes = plt.subplots(len(inputs), 2, figsize=(10, 4 * len(inputs)),
 for (ax, bx), path in zip(axes, inputs):
     data = json.load(open(path))
     runs = data["runs"]
-    epochs = range(len(runs["noio"]))
+    these = data.get("labels", labels)
+    epochs = range(len(runs[next(iter(these))]))
     width = 0.27
-    for k, (key, label) in enumerate(labels.items()):
+    for k, (key, label) in enumerate(these.items()):
         ax.bar([e + (k - 1) * width for e in epochs], [r["seconds"] for r in runs[key]], width,
                label=label)
     ax.set_xticks(list(epochs))
     ax.set_xlabel("epoch")
     ax.set_ylabel("seconds")
-    ax.set_title("training epoch time, %d files\n%s" % (data["files"], data["throttle"]),
-                 fontsize=9)
+    ax.set_title("%s, %d files\n%s" % (data.get("title", "training epoch time"), data["files"],
+                                        data["throttle"]), fontsize=9)
     ax.legend(fontsize=8)
+    if "ready_per_epoch" in data:
+        for node, shares in enumerate(data["ready_per_epoch"]):
+            bx.plot(list(epochs), [100 * (v or 0) for v in shares], marker="o",
+                    label="node %d" % node)
+        bx.set_ylim(0, 105)
+        bx.set_xticks(list(epochs))
+        bx.set_xlabel("epoch")
+        bx.set_ylabel("% of opens ready")
+        bx.set_title("opens that found their file ready (clairfs)", fontsize=9)
+        bx.legend(fontsize=8)
+        continue
     hits = data.get("prefetch_rank0", {}).get("open_hits", {})
     parts = [("in page cache", hits.get("page_cache", 0)),
              ("in daemon RAM", hits.get("ram", 0)),

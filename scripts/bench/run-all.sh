@@ -49,12 +49,16 @@ run "End to end: the training script, 500 IOPS" scripts/bench/train.sh --per-cla
   --iops 500 --rounds 3 --json "$raw/train-500.json"
 run "End to end: the training script, 200 IOPS" scripts/bench/train.sh --per-class 512 --epochs 4 \
   --iops 200 --rounds 3 --json "$raw/train-200.json"
+run "End to end: a Horovod + Keras job, pattern B" scripts/bench/keras.sh --pattern B --per-class 128 \
+  --epochs 3 --iops 200 --json "$raw/keras-b.json"
+run "End to end: a Horovod + Keras job, pattern A" scripts/bench/keras.sh --pattern A --per-class 128 \
+  --epochs 3 --iops 200 --json "$raw/keras-a.json"
 run "What an open costs a Python process" scripts/bench/open_cost.sh
 ((with_fuse)) && run "Single-node mount" env BENCH_DIR="$raw/fuse" scripts/bench/fuse.sh
 mv "$out.tmp" "$out"
 
 plots=()
-for f in "$raw/train-500.json" "$raw/train-200.json"; do
+for f in "$raw/train-500.json" "$raw/train-200.json" "$raw/keras-b.json" "$raw/keras-a.json"; do
   # Kept beside the plot, so it can be redrawn (plot.py) without rerunning the suite.
   [[ -f $f ]] && mkdir -p docs/img && cp "$f" "docs/img/$(basename "$f")" && plots+=("docs/img/$(basename "$f")")
 done

@@ -147,21 +147,28 @@ TEST_CASE("KerasFitReads: the lead in order, then whole batches in a drawn order
 
 namespace {
 
-// 4 batches {0,1} {2,3} {4,5} {6,7} of 10-byte files, one epoch, no
-// protection of recently opened files: only batch pins protect files.
-std::unique_ptr<pf::Planner> SmallPlanner(uint64_t budget, const pf::Clock& clock) {
+// 8 files of 10 bytes in batches of 2, `epochs` epochs alike (default: one,
+// the 4 batches {0,1} {2,3} {4,5} {6,7}, all read), no protection of recently
+// opened files: only batch pins protect files.
+pf::BatchEpoch FourBatches() {
+  pf::BatchEpoch e;
+  e.batches = {{0, 1}, {2, 3}, {4, 5}, {6, 7}};
+  e.reads = 4;
+  return e;
+}
+
+std::unique_ptr<pf::Planner> SmallPlanner(uint64_t budget, const pf::Clock& clock,
+                                          pf::BatchEpoch epoch = FourBatches(),
+                                          uint64_t epochs = 1) {
   pf::PlannerConfig c;
   c.local_ranks = {0};
-  c.end_epoch = 1;
+  c.end_epoch = epochs;
   c.batch_size = 2;
   c.budget_bytes = budget;
   c.pin_recent_opens = 0;
   pf::PlannerInput in;
-  in.batches = [](uint64_t, uint64_t) {
-    pf::BatchEpoch e;
-    e.batches = {{0, 1}, {2, 3}, {4, 5}, {6, 7}};
-    e.reads = 4;
-    return clairfs::Result<std::optional<pf::BatchEpoch>>(std::optional<pf::BatchEpoch>(e));
+  in.batches = [epoch](uint64_t, uint64_t) {
+    return clairfs::Result<std::optional<pf::BatchEpoch>>(std::optional<pf::BatchEpoch>(epoch));
   };
   in.order = [](const std::vector<uint64_t>&, uint64_t) {
     return clairfs::Result<std::vector<std::vector<pf::Index>>>(
@@ -620,34 +627,15 @@ TEST_CASE("Batch mode: a file opened twice inside its batch is a repeat, not the
 
 namespace {
 
-// Two alternatives over 8 files of 10 bytes, 2 epochs alike: alternative 0
-// cuts them {0,1} {2,3} {4,5} {6,7}, alternative 1 {1,2} {3,4} {5,6} {7,0};
-// an epoch reads 4 batches of one of them.
+// Two alternatives over the 8 files, 2 epochs alike: alternative 0 cuts them
+// {0,1} {2,3} {4,5} {6,7}, alternative 1 {1,2} {3,4} {5,6} {7,0}; an epoch
+// reads 4 batches of one of them.
 std::unique_ptr<pf::Planner> AlternativesPlanner(uint64_t budget, const pf::Clock& clock) {
-  pf::PlannerConfig c;
-  c.local_ranks = {0};
-  c.end_epoch = 2;
-  c.batch_size = 2;
-  c.budget_bytes = budget;
-  c.pin_recent_opens = 0;
-  pf::PlannerInput in;
-  in.batches = [](uint64_t, uint64_t) {
-    pf::BatchEpoch e;
-    e.batches = {{0, 1}, {2, 3}, {4, 5}, {6, 7}, {1, 2}, {3, 4}, {5, 6}, {7, 0}};
-    e.alternative = {0, 0, 0, 0, 1, 1, 1, 1};
-    e.reads = 4;
-    return clairfs::Result<std::optional<pf::BatchEpoch>>(std::optional<pf::BatchEpoch>(e));
-  };
-  in.order = [](const std::vector<uint64_t>&, uint64_t) {
-    return clairfs::Result<std::vector<std::vector<pf::Index>>>(
-        std::vector<std::vector<pf::Index>>{{0, 1, 2, 3, 4, 5, 6, 7}});
-  };
-  in.file_of_index = {0, 1, 2, 3, 4, 5, 6, 7};
-  in.file_size.assign(8, 10);
-  auto created = pf::Planner::Create(c, in, clock);
-  REQUIRE(created.ok());
-  REQUIRE((*created)->batch_mode());
-  return std::move(created).value();
+  pf::BatchEpoch e;
+  e.batches = {{0, 1}, {2, 3}, {4, 5}, {6, 7}, {1, 2}, {3, 4}, {5, 6}, {7, 0}};
+  e.alternative = {0, 0, 0, 0, 1, 1, 1, 1};
+  e.reads = 4;
+  return SmallPlanner(budget, clock, e, 2);
 }
 
 }  // namespace
