@@ -257,6 +257,14 @@ Result<std::optional<BatchEpoch>> KerasFlow::Batches(uint64_t rank, uint64_t epo
   if (every_epoch_exact()) return std::optional<BatchEpoch>();
   auto batches = EpochBatches(epoch);
   if (!batches.ok()) return batches.status();
+  uint64_t entries = 0;
+  for (const auto& b : batches.value()) entries += b.size();
+  if (entries > kMaxBatchEntries) {
+    return Status::InvalidArgument(
+        "epoch " + std::to_string(epoch) + "'s candidate batches hold " + std::to_string(entries) +
+        " files in all, more than the planner indexes (" + std::to_string(kMaxBatchEntries) +
+        "): too many candidate index arrays");
+  }
   BatchEpoch out;
   out.batches = std::move(batches).value();
   // EpochBatches lists each candidate array's slices in turn.

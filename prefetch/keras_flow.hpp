@@ -184,6 +184,9 @@ class KerasFlow final : public Sampler {
   Result<std::vector<Index>> PermutationAfter(uint64_t reads, uint64_t calls,
                                               const std::vector<uint64_t>& repeats_at = {}) const;
   static constexpr uint64_t kMaxCandidatePermutations = 4096;
+  // Batches refuses an epoch whose candidates hold more files than this in
+  // all (the planner keeps about 18 bytes per file of a candidate).
+  static constexpr uint64_t kMaxBatchEntries = uint64_t{1} << 22;
 
   uint64_t world_size() const override { return 1; }
   uint64_t dataset_size() const override { return index_.size(); }

@@ -116,20 +116,24 @@ BatchStream::Prepared BatchStream::Prepare(uint64_t epoch,
 }
 
 void BatchStream::Append(Prepared prepared, std::vector<FileId>* changed) {
-  for (const RankEpoch& re : prepared.epoch.ranks) {
-    for (const auto& unit : re.units) changed->insert(changed->end(), unit.begin(), unit.end());
-  }
+  for (const RankEpoch& re : prepared.epoch.ranks) AllFiles(re, changed);
   epochs_.push_back(std::move(prepared.epoch));
+}
+
+void BatchStream::AllFiles(const RankEpoch& re, std::vector<FileId>* out) {
+  // by_file is sorted by file: each file once, however many units hold it.
+  for (size_t i = 0; i < re.by_file.size(); ++i) {
+    const FileId f = std::get<0>(re.by_file[i]);
+    if (i == 0 || f != std::get<0>(re.by_file[i - 1])) out->push_back(f);
+  }
 }
 
 void BatchStream::Forget(Epoch& e, std::vector<FileId>* changed) {
   for (RankEpoch& re : e.ranks) {
     for (uint32_t u = 0; u < re.units.size(); ++u) {
       if (re.pin[u] != 0) pins_.erase(re.pin[u]);
-      if (re.pin[u] != 0 || Wanted(re, u)) {
-        changed->insert(changed->end(), re.units[u].begin(), re.units[u].end());
-      }
     }
+    AllFiles(re, changed);
   }
 }
 
@@ -224,10 +228,7 @@ bool BatchStream::Weigh(RankEpoch& re, uint32_t u, FileId file, std::vector<File
     }
     fits += len[a] != kNone;
   }
-  if (fits < re.alive_count) {
-    // Units stop or start being wanted: every key may change.
-    for (const auto& unit : re.units) changed->insert(changed->end(), unit.begin(), unit.end());
-  }
+  if (fits < re.alive_count) AllFiles(re, changed);  // units stop or start being wanted
   if (fits == 0) {
     // No alternative explains the opens: all come back, the evidence restarts.
     re.alive.assign(n, 1);
@@ -346,10 +347,15 @@ bool BatchStream::BeginRead(FileId file, bool repeat, std::vector<FileId>* chang
     } else {
       out->pinned = &re.units[best_u];
       if (--re.reads_left == 0) {
-        // The epoch's last read began: the candidates not begun drop out.
-        for (uint32_t u = re.lead; u < re.units.size(); ++u) {
-          if (re.begun[u] < re.readers) {
-            changed->insert(changed->end(), re.units[u].begin(), re.units[u].end());
+        // The epoch's last read began: the candidates not begun drop out
+        // (with alternatives, many units share each file: each file once).
+        if (!re.alt.empty()) {
+          AllFiles(re, changed);
+        } else {
+          for (uint32_t u = re.lead; u < re.units.size(); ++u) {
+            if (re.begun[u] < re.readers) {
+              changed->insert(changed->end(), re.units[u].begin(), re.units[u].end());
+            }
           }
         }
       }

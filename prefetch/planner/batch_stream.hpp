@@ -235,6 +235,8 @@ class BatchStream {
   // `file`, or kNever.
   uint64_t OpenedMidBatch(FileId file) const;
   void Forget(Epoch& e, std::vector<FileId>* changed);
+  // Appends each file of `re`'s units once.
+  static void AllFiles(const RankEpoch& re, std::vector<FileId>* out);
 
   // Fixed at construction.
   std::vector<uint64_t> ranks_;     // distinct, ascending

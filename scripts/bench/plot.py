@@ -37,7 +37,9 @@ for (ax, bx), path in zip(axes, inputs):
     ax.legend(fontsize=8)
     if "ready_per_epoch" in data:
         for node, shares in enumerate(data["ready_per_epoch"]):
-            bx.plot(list(epochs), [100 * (v or 0) for v in shares], marker="o",
+            # An epoch the prefetcher kept no count for (no prediction) is left out.
+            known = [(e, v) for e, v in zip(epochs, shares) if v is not None]
+            bx.plot([e for e, _ in known], [100 * v for _, v in known], marker="o",
                     label="node %d" % node)
         bx.set_ylim(0, 105)
         bx.set_xticks(list(epochs))
