@@ -28,8 +28,9 @@
 
 namespace clairfs::fs {
 
+// Reads of partitions homed elsewhere (this rank's own copies are counted by
+// the vfs, as "local pack" blocks) and reads served to peers.
 struct DistCounters {
-  std::atomic<uint64_t> local_reads{0}, local_bytes{0};        // from this rank's copies
   std::atomic<uint64_t> peer_reads{0}, peer_bytes{0};          // answered by a peer
   std::atomic<uint64_t> fallback_reads{0}, fallback_bytes{0};  // from the dataset directory
   std::atomic<uint64_t> peer_failures{0};                      // errors and timeouts

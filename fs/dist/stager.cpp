@@ -173,6 +173,7 @@ Status Stager::Copy(uint32_t p, const std::string& from, const std::string& to) 
                   sum.Digest() != manifest_->partition(p).pack_checksum)) {
     st = Status::Corruption(from + ": pack does not match the manifest (size or checksum)");
   }
+  if (!st.ok()) progress_.bytes_copied -= total;  // counts only packs in use
   return st;
 }
 

@@ -27,7 +27,24 @@ grep -q "No space left on device" "$WORK/full.log" && grep -q "staging part-0000
   || { cat "$WORK/full.log"; fail "disk full: no error naming the pack and the fallback"; }
 ls -a "$WORK/tiny" | grep -q "\.staging$" && fail "disk full: a partial copy was left behind"
 same "$WORK/mnt-full" || fail "disk full: the mount differs from the source"
-echo "ok   disk full while staging: named, no partial copy, every file right"
+# The bytes of a pack that failed are not counted as copied.
+copied=$("$PY" - "$WORK/mnt-full/.clairfs/stats.json" <<'PYEOF'
+import json, sys
+def find(d):
+    if isinstance(d, dict):
+        if "bytes_copied" in d:
+            return d["bytes_copied"]
+        for v in d.values():
+            r = find(v)
+            if r is not None:
+                return r
+    return None
+print(find(json.load(open(sys.argv[1]))))
+PYEOF
+)
+[[ $copied =~ ^[0-9]+$ ]] && ((copied <= 2 << 20)) \
+  || fail "disk full: stats.json counts '$copied' bytes copied onto a 2 MiB disk"
+echo "ok   disk full while staging: named, no partial copy, every file right, $copied bytes counted as copied"
 
 # --- the dataset directory vanishes while serving.
 cp -r "$WORK/out" "$WORK/out2"
