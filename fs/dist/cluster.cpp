@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 
@@ -37,7 +38,7 @@ Result<std::unique_ptr<Cluster>> Cluster::Join(int* argc, char*** argv,
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
   ::sigaction(SIGUSR1, &sa, nullptr);
-  auto mpi = MpiTransport::Init(argc, argv, ClusterOptions{}.server_threads, start_limit);
+  auto mpi = MpiTransport::Init(argc, argv, start_limit);
   if (!mpi.ok()) return mpi.status();
   c->rank_ = (*mpi)->rank();
   c->size_ = (*mpi)->size();
@@ -94,6 +95,7 @@ Status Cluster::Start(const ClusterOptions& o) {
   auto m = format::Manifest::Parse(std::move(bytes).value(), o.dataset + "/manifest");
   if (!m.ok()) return m.status();
   manifest_ = *m;
+  server_threads_ = std::max(1, o.server_threads);
 
   const Ownership own(manifest_->partition_count(), manifest_->header().replicas, size_);
   if (!o.local_dir.empty()) {
@@ -117,7 +119,7 @@ Status Cluster::Serve() {
   if (transport_) {
     DistributedPackStore* store = store_.get();
     CLAIRFS_RETURN_IF_ERROR(transport_->Start(
-        [store](int peer, const PackRead& r) { return store->Serve(peer, r); }));
+        [store](int peer, const PackRead& r) { return store->Serve(peer, r); }, server_threads_));
   }
   if (stager_) stager_->Start();
   return Status::Ok();

@@ -81,6 +81,7 @@ class Cluster {
   MpiTransport* mpi_ = nullptr;           // transport_ when it is MPI
   std::shared_ptr<const format::Manifest> manifest_;
   std::unique_ptr<Stager> stager_;
+  int server_threads_ = 1;  // ClusterOptions::server_threads, from Start()
   std::unique_ptr<DistributedPackStore> store_;
   bool shut_down_ = false;
 };

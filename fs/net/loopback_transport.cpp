@@ -102,9 +102,8 @@ Status LoopbackFabric::Barrier(SteadyClock::time_point deadline) {
   return Status::Ok();
 }
 
-LoopbackTransport::LoopbackTransport(std::shared_ptr<LoopbackFabric> fabric, int rank,
-                                     int server_threads)
-    : fabric_(std::move(fabric)), rank_(rank), server_threads_(server_threads) {}
+LoopbackTransport::LoopbackTransport(std::shared_ptr<LoopbackFabric> fabric, int rank)
+    : fabric_(std::move(fabric)), rank_(rank) {}
 
 LoopbackTransport::~LoopbackTransport() { Stop(); }
 
@@ -117,9 +116,9 @@ Result<std::vector<int>> LoopbackTransport::Gather(int value, SteadyClock::time_
   return fabric_->Gather(rank_, value, deadline);
 }
 
-Status LoopbackTransport::Start(ServeFn serve) {
+Status LoopbackTransport::Start(ServeFn serve, int server_threads) {
   endpoint_ = std::make_unique<Endpoint>(rank_, fabric_->size(), std::move(serve),
-                                         server_threads_);
+                                         server_threads);
   progress_ = std::thread([this] { Progress(); });
   return Status::Ok();
 }

@@ -69,7 +69,7 @@ class LoopbackFabric {
 
 class LoopbackTransport final : public Transport {
  public:
-  LoopbackTransport(std::shared_ptr<LoopbackFabric> fabric, int rank, int server_threads = 2);
+  LoopbackTransport(std::shared_ptr<LoopbackFabric> fabric, int rank);
   ~LoopbackTransport() override;
 
   int rank() const override { return rank_; }
@@ -77,7 +77,7 @@ class LoopbackTransport final : public Transport {
   Status Broadcast(std::vector<char>* bytes, int root,
                    SteadyClock::time_point deadline) override;
   Result<std::vector<int>> Gather(int value, SteadyClock::time_point deadline) override;
-  Status Start(ServeFn serve) override;
+  Status Start(ServeFn serve, int server_threads) override;
   void Read(int peer, const PackRead& read, SteadyClock::time_point deadline,
             ReplyFn done) override;
   Status Barrier(SteadyClock::time_point deadline) override;
@@ -88,7 +88,6 @@ class LoopbackTransport final : public Transport {
   void Progress();
   const std::shared_ptr<LoopbackFabric> fabric_;
   const int rank_;
-  const int server_threads_;
   std::unique_ptr<Endpoint> endpoint_;
   std::atomic<bool> stop_{false};
   std::thread progress_;

@@ -59,7 +59,6 @@ bool LaunchedByMpi() {
 }
 
 Result<std::unique_ptr<MpiTransport>> MpiTransport::Init(int* argc, char*** argv,
-                                                         int server_threads,
                                                          std::chrono::milliseconds limit) {
   int provided = 0;
   int rc = MPI_SUCCESS;
@@ -76,7 +75,7 @@ Result<std::unique_ptr<MpiTransport>> MpiTransport::Init(int* argc, char*** argv
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return std::unique_ptr<MpiTransport>(new MpiTransport(rank, size, server_threads));
+  return std::unique_ptr<MpiTransport>(new MpiTransport(rank, size));
 }
 
 MpiTransport::~MpiTransport() { Finalize(std::chrono::seconds(5), 1); }
@@ -141,8 +140,8 @@ Result<std::vector<int>> MpiTransport::Gather(int value, SteadyClock::time_point
   return all;
 }
 
-Status MpiTransport::Start(ServeFn serve) {
-  endpoint_ = std::make_unique<Endpoint>(rank_, size_, std::move(serve), server_threads_);
+Status MpiTransport::Start(ServeFn serve, int server_threads) {
+  endpoint_ = std::make_unique<Endpoint>(rank_, size_, std::move(serve), server_threads);
   progress_ = std::thread([this] {
     NameThread("clairfs-mpi");
     Progress();

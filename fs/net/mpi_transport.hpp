@@ -29,8 +29,7 @@ class MpiTransport final : public Transport {
   // the job; when it has not returned after `limit` (a rank never started,
   // died or hangs in it) the process logs so and exits with status 1.
   static Result<std::unique_ptr<MpiTransport>> Init(
-      int* argc, char*** argv, int server_threads = 2,
-      std::chrono::milliseconds limit = std::chrono::minutes(2));
+      int* argc, char*** argv, std::chrono::milliseconds limit = std::chrono::minutes(2));
   // Finalize(5 s, exit code 1) unless Finalize() was called.
   ~MpiTransport() override;
 
@@ -39,7 +38,7 @@ class MpiTransport final : public Transport {
   Status Broadcast(std::vector<char>* bytes, int root,
                    SteadyClock::time_point deadline) override;
   Result<std::vector<int>> Gather(int value, SteadyClock::time_point deadline) override;
-  Status Start(ServeFn serve) override;
+  Status Start(ServeFn serve, int server_threads) override;
   void Read(int peer, const PackRead& read, SteadyClock::time_point deadline,
             ReplyFn done) override;
   Status Barrier(SteadyClock::time_point deadline) override;
@@ -56,13 +55,12 @@ class MpiTransport final : public Transport {
   const EndpointCounters* counters() const { return endpoint_ ? &endpoint_->counters() : nullptr; }
 
  private:
-  MpiTransport(int rank, int size, int server_threads)
-      : rank_(rank), size_(size), server_threads_(server_threads) {}
+  MpiTransport(int rank, int size) : rank_(rank), size_(size) {}
   void Progress();
   // Tests an MPI_Request* until done or `deadline` (then skips finalize).
   Status Complete(void* request, const char* what, SteadyClock::time_point deadline);
 
-  const int rank_, size_, server_threads_;
+  const int rank_, size_;
   std::unique_ptr<Endpoint> endpoint_;
   std::atomic<bool> stop_{false};
   std::thread progress_;

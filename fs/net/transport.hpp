@@ -49,9 +49,9 @@ class Transport {
   // Collective, before Start(): every rank's `value`, indexed by rank. Fails
   // at `deadline` (ETIMEDOUT) when a rank never takes part.
   virtual Result<std::vector<int>> Gather(int value, SteadyClock::time_point deadline) = 0;
-  // Starts the threads that move messages and serve reads. Not thread-safe;
-  // call once.
-  virtual Status Start(ServeFn serve) = 0;
+  // Starts the threads that move messages and `server_threads` (>= 1) that
+  // serve peers' reads. Not thread-safe; call once.
+  virtual Status Start(ServeFn serve, int server_threads) = 0;
   // Asynchronous read from `peer` (never this rank).
   virtual void Read(int peer, const PackRead& read, SteadyClock::time_point deadline,
                     ReplyFn done) = 0;

@@ -80,7 +80,8 @@ struct Ranks {
     }
     for (int r = 0; r < n; ++r) {
       DistributedPackStore* s = stores[r].get();
-      REQUIRE(transports[r]->Start([s](int peer, const PackRead& rd) { return s->Serve(peer, rd); }).ok());
+      auto serve = [s](int peer, const PackRead& rd) { return s->Serve(peer, rd); };
+      REQUIRE(transports[r]->Start(serve, 2).ok());
     }
   }
   ~Ranks() {

@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   }
   Status st = mpi.Start([me](int, const PackRead& r) -> Result<std::vector<char>> {
     return testing::ExpectedBytes(me, r);
-  });
+  }, 2);
   if (!st.ok()) return 1;
   std::atomic<int> good{0}, bad{0};
   std::vector<std::future<void>> waits;

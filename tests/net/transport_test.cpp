@@ -1,10 +1,13 @@
 // The transport protocol on the in-process loopback fabric: round trips,
 // batching, reordering, deadlines, dead peers and malformed messages.
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <chrono>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -28,7 +31,7 @@ struct Cluster {
                   ->Start([r](int, const PackRead& read) -> Result<std::vector<char>> {
                     if (read.partition == 999) return Status::NotFound("no such partition");
                     return testing::ExpectedBytes(r, read);
-                  })
+                  }, 2)
                   .ok());
     }
   }
@@ -254,4 +257,35 @@ TEST_CASE("barrier waits for every rank and times out without one", "[net]") {
   }
   for (auto& t : ts) t.join();
   CHECK(timeouts == 2);
+}
+
+TEST_CASE("Start's server_threads is how many peers' reads are served at once", "[net]") {
+  for (int threads : {1, 3}) {
+    auto fabric = std::make_shared<LoopbackFabric>(2);
+    LoopbackTransport client(fabric, 0), server(fabric, 1);
+    // Each read waits (up to 300 ms) for 3 to be inside at once.
+    std::mutex mu;
+    std::condition_variable cv;
+    int inside = 0, most = 0;
+    auto serve = [&](int, const PackRead& read) -> Result<std::vector<char>> {
+      std::unique_lock lk(mu);
+      most = std::max(most, ++inside);
+      cv.notify_all();
+      cv.wait_for(lk, 300ms, [&] { return inside >= 3; });
+      --inside;
+      return testing::ExpectedBytes(1, read);
+    };
+    REQUIRE(client.Start(serve, 1).ok());
+    REQUIRE(server.Start(serve, threads).ok());
+    std::vector<std::future<Result<std::vector<char>>>> reads;
+    for (uint32_t i = 0; i < 3; ++i) {
+      reads.push_back(std::async(std::launch::async, [&, i] {
+        return ReadSync(client, 1, PackRead{i, 0, 64}, In(5000ms));
+      }));
+    }
+    for (auto& r : reads) CHECK(r.get().ok());
+    CHECK(most == threads);
+    client.Stop();
+    server.Stop();
+  }
 }
