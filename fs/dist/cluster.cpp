@@ -136,7 +136,7 @@ std::string Cluster::StatsJson() const {
     s += ", \"served_to_peers\": {" + Json("reads", c.served_reads) + ", " +
          Json("bytes", c.served_bytes) + "}";
     s += ", \"fallback\": {" + Json("reads", c.fallback_reads) + ", " +
-         Json("bytes", c.fallback_bytes) + "}";
+         Json("bytes", c.fallback_bytes) + "}, " + Json("damaged_rereads", c.damaged_rereads);
   }
   if (stager_) {
     const StagingProgress& p = stager_->progress();

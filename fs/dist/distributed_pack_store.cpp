@@ -61,11 +61,15 @@ DistributedPackStore::DistributedPackStore(std::string dataset_dir,
       shared_(std::move(dataset_dir), manifest, readahead_.get()) {
   const uint32_t n = manifest_->partition_count() + 1;
   for (uint32_t p = 0; p < n; ++p) {
-    remote_.push_back(ownership_.Holds(rank_, p) ? nullptr : std::make_unique<RemotePack>(this, p));
+    const auto owners = ownership_.Owners(p);
+    const bool others = owners.size() > 1 || owners[0] != rank_;
+    remote_.push_back(others ? std::make_unique<RemotePack>(this, p) : nullptr);
   }
   const int ranks = transport_ ? transport_->size() : 1;
   suspect_until_.reset(new std::atomic<int64_t>[ranks]);
   for (int r = 0; r < ranks; ++r) suspect_until_[r].store(0);
+  damage_logged_.reset(new std::atomic<bool>[n]);
+  for (uint32_t p = 0; p < n; ++p) damage_logged_[p].store(false);
 }
 
 DistributedPackStore::~DistributedPackStore() = default;
@@ -81,8 +85,25 @@ Result<const format::RandomAccessFile*> DistributedPackStore::Pack(uint32_t p) {
   if (p > manifest_->partition_count()) {
     return Status::InvalidArgument("partition " + std::to_string(p) + " out of range");
   }
-  if (remote_[p] != nullptr) return remote_[p].get();
-  return Own(p);
+  if (!ownership_.Holds(rank_, p)) return remote_[p].get();
+  auto own = Own(p);
+  // Not staged here and the dataset's pack cannot be opened (it vanished):
+  // another owner's staged copy can still serve.
+  if (!own.ok() && remote_[p] != nullptr) return remote_[p].get();
+  return own;
+}
+
+Result<const format::RandomAccessFile*> DistributedPackStore::Reread(
+    uint32_t p, const format::RandomAccessFile* damaged) {
+  auto shared = shared_.Pack(p);
+  if (!shared.ok() || *shared == damaged) return shared;
+  counters_.damaged_rereads++;
+  if (!damage_logged_[p].exchange(true)) {
+    Log(LogLevel::kWarn, "bytes read from " + damaged->name() +
+                             " failed their checksum; reading them again from the dataset "
+                             "directory (logged once per partition; stats: damaged_rereads)");
+  }
+  return shared;
 }
 
 Result<std::vector<char>> DistributedPackStore::Serve(int peer, const PackRead& read) {

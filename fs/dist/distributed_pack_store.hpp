@@ -1,12 +1,14 @@
 // DistributedPackStore: a PackStore for one rank of a multi-node job.
 //
 // A partition this rank holds is read from its staged local copy, or from the
-// dataset directory while staging is still running. Any other partition is a
-// RemotePack: each read asks the partition's owners in order (home first, then
-// replicas) with a deadline, skips a peer that recently timed out, and falls
-// back to the pack in the dataset directory - slower, never wrong, never a
-// hang. Bytes travel as stored (compressed); the caller decodes and verifies
-// them, so a peer cannot hand out wrong bytes unnoticed.
+// dataset directory while staging is still running (or after it failed; if
+// that pack cannot be opened either, from the partition's other owners). Any
+// other partition is a RemotePack: each read asks the partition's owners in
+// order (home first, then replicas) with a deadline, skips a peer that
+// recently timed out, and falls back to the pack in the dataset directory -
+// slower, never wrong, never a hang. Bytes travel as stored (compressed); the
+// caller decodes and verifies them, so a peer cannot hand out wrong bytes
+// unnoticed, and reads them again from the dataset directory (Reread).
 //
 // Serve() answers peers' reads from this rank's own copies.
 // Thread-safe.
@@ -34,6 +36,7 @@ struct DistCounters {
   std::atomic<uint64_t> peer_reads{0}, peer_bytes{0};          // answered by a peer
   std::atomic<uint64_t> fallback_reads{0}, fallback_bytes{0};  // from the dataset directory
   std::atomic<uint64_t> peer_failures{0};                      // errors and timeouts
+  std::atomic<uint64_t> damaged_rereads{0};  // failed their checksum, read again from the dataset
   std::atomic<uint64_t> served_reads{0}, served_bytes{0};      // answered for peers
 };
 
@@ -54,6 +57,9 @@ class DistributedPackStore final : public PackStore {
   ~DistributedPackStore() override;
 
   Result<const format::RandomAccessFile*> Pack(uint32_t partition) override;
+  // The dataset directory's pack when `damaged` is a staged copy or a peer.
+  Result<const format::RandomAccessFile*> Reread(uint32_t partition,
+                                                 const format::RandomAccessFile* damaged) override;
   // Answers a peer's read of a partition this rank holds.
   Result<std::vector<char>> Serve(int peer, const PackRead& read);
   const DistCounters& counters() const { return counters_; }
@@ -75,8 +81,10 @@ class DistributedPackStore final : public PackStore {
   const std::unique_ptr<PackReadahead> readahead_;  // null when off; before shared_
   PosixPackStore shared_;  // the packs in the dataset directory
   DistCounters counters_;
+  // Per partition with an owner other than this rank: reads from the others.
   std::vector<std::unique_ptr<RemotePack>> remote_;
   std::unique_ptr<std::atomic<int64_t>[]> suspect_until_;  // per rank, steady ns
+  std::unique_ptr<std::atomic<bool>[]> damage_logged_;     // per partition
 };
 
 }  // namespace clairfs::fs

@@ -22,6 +22,14 @@ Result<size_t> LocalPayloadSource::Read(uint32_t node, uint64_t offset, size_t l
   };
   if (!pack.ok()) return fail(pack.status());
   auto n = decoder.Read(**pack, format::PayloadLocation::Of(r), offset, length, dst, what());
+  if (!n.ok() && n.status().IsCorruption()) {
+    // A damaged copy (a staged pack, a peer's answer) is not a damaged file
+    // while the dataset directory's pack is intact: read it once more there.
+    auto again = store_->Reread(r.partition, *pack);
+    if (again.ok() && *again != nullptr) {
+      n = decoder.Read(**again, format::PayloadLocation::Of(r), offset, length, dst, what());
+    }
+  }
   if (!n.ok()) return fail(n.status());
   return n;
 }

@@ -70,13 +70,15 @@ int Mismatches(const Dataset& d, PackStore* store) {
 }
 
 struct Ranks {
-  Ranks(const Dataset& d, int n, DistOptions opt = {})
+  // `stagers[r]`, where given, holds rank r's staged copies.
+  Ranks(const Dataset& d, int n, DistOptions opt = {}, std::vector<Stager*> stagers = {})
       : fabric(std::make_shared<LoopbackFabric>(n)) {
     const Ownership own(d.manifest->partition_count(), d.manifest->header().replicas, n);
+    stagers.resize(n, nullptr);
     for (int r = 0; r < n; ++r) {
       transports.push_back(std::make_unique<LoopbackTransport>(fabric, r));
-      stores.push_back(std::make_unique<DistributedPackStore>(d.out(), d.manifest, own, r,
-                                                               transports[r].get(), nullptr, opt));
+      stores.push_back(std::make_unique<DistributedPackStore>(
+          d.out(), d.manifest, own, r, transports[r].get(), stagers[r], opt));
     }
     for (int r = 0; r < n; ++r) {
       DistributedPackStore* s = stores[r].get();
@@ -192,6 +194,60 @@ TEST_CASE("a dead owner is skipped for a replica, then for the dataset's pack", 
     CHECK(Mismatches(d, ranks.stores[0].get()) == 0);
     CHECK(ranks.stores[0]->counters().fallback_reads > 0);  // rank 1's partitions, from OUT
   }
+}
+
+TEST_CASE("bytes damaged on a node's disk are read again from the dataset's pack", "[dist]") {
+  Dataset d(4, 1);
+  const Ownership own(4, 1, 2);
+  const std::string local = d.root + "/ssd1";
+  Stager stager(d.out(), local, d.manifest, own.PartitionsOf(1));
+  stager.Start();
+  stager.Wait();
+  REQUIRE(stager.Staged(1) != nullptr);
+  // After staging verified it, flip a byte inside every file of partition 1 in
+  // rank 1's copy: rank 1 reads it itself, rank 0 gets it as a peer's answer.
+  int damaged = 0;
+  {
+    std::fstream f(local + "/part-00001", std::ios::in | std::ios::out | std::ios::binary);
+    for (uint32_t i = 0; i < d.manifest->node_count(); ++i) {
+      const format::NodeRecord& r = d.manifest->node(i);
+      if (r.kind != static_cast<uint8_t>(format::NodeKind::kFile) || r.partition != 1 ||
+          r.stored_size == 0) {
+        continue;
+      }
+      f.seekg(r.offset + r.stored_size / 2);
+      const char c = static_cast<char>(f.get());
+      f.seekp(r.offset + r.stored_size / 2);
+      f.put(static_cast<char>(c ^ 0x20));
+      ++damaged;
+    }
+  }
+  REQUIRE(damaged > 0);
+  Ranks ranks(d, 2, {}, {nullptr, &stager});
+  for (int r = 0; r < 2; ++r) {
+    CHECK(Mismatches(d, ranks.stores[r].get()) == 0);
+    CHECK(ranks.stores[r]->counters().damaged_rereads >= static_cast<uint64_t>(damaged));
+  }
+  CHECK(ranks.stores[0]->counters().peer_reads > 0);  // the damaged bytes did come from rank 1
+  // Intact copies are not read twice.
+  Ranks clean(d, 2);
+  CHECK(Mismatches(d, clean.stores[0].get()) == 0);
+  CHECK(clean.stores[0]->counters().damaged_rereads == 0);
+}
+
+TEST_CASE("a holder without a copy of its own reads another owner's", "[dist]") {
+  // Replicas 2 over 2 ranks: both hold every partition. Rank 1 staged them;
+  // rank 0 did not (its staging failed), and then the dataset directory went.
+  Dataset d(4, 2);
+  const Ownership own(4, 2, 2);
+  Stager stager(d.out(), d.root + "/ssd1", d.manifest, own.PartitionsOf(1));
+  stager.Start();
+  stager.Wait();
+  Ranks ranks(d, 2, {}, {nullptr, &stager});
+  stdfs::rename(d.out(), d.root + "/gone");
+  CHECK(Mismatches(d, ranks.stores[0].get()) == 0);
+  CHECK(ranks.stores[0]->counters().peer_reads > 0);
+  stdfs::rename(d.root + "/gone", d.out());
 }
 
 TEST_CASE("peers refuse reads of partitions they do not hold or past the end", "[dist]") {
