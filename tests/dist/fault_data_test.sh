@@ -16,6 +16,11 @@
 #   readers  8 readers of a 24 MiB file, 2 per mount (so 6 read from a peer)
 #            SIGKILLed while their reads are in flight: every mount still
 #            right afterwards
+#   dataset  the dataset's own packs damaged: one truncated, one with a byte
+#            flipped in the middle. Staging refuses both (named in the log);
+#            on every mount the damaged files read as EIO and every other
+#            file right. A manifest with a byte flipped: every rank exits
+#            non-zero within the start bound, the log names the manifest
 #   unmount  rank 1's mount unmounted under it (fusermount3 -u -z): it ends,
 #            the others keep serving (its partitions from the shared packs),
 #            and the job ends on SIGTERM within the shutdown bound
@@ -77,6 +82,33 @@ same() {  # same WHAT RANK...: each rank's mount reads as the source (never a ha
 }
 stat_of() { json "$T/mnt$1/.clairfs/stats.json" "$2"; }
 
+# eio_or_same WHAT: on every mount, some files read as EIO and every other
+# file as the source (never a hang).
+eio_or_same() {
+  local what=$1 r bad other
+  for r in 0 1 2 3; do
+    # Per file (names may hold line breaks): same bytes, EIO, or anything else.
+    read -r bad other < <(timeout 120 $PY - "$T/src" "$T/mnt$r" <<'EOF'
+import errno, os, sys
+src, mnt = sys.argv[1], sys.argv[2]
+eio = other = 0
+for d, _, files in os.walk(src):
+    for f in files:
+        rel = os.path.relpath(os.path.join(d, f), src)
+        try:
+            with open(os.path.join(mnt, rel), "rb") as got, open(os.path.join(src, rel), "rb") as want:
+                other += got.read() != want.read()
+        except OSError as e:
+            eio += e.errno == errno.EIO
+            other += e.errno != errno.EIO
+print(eio, other)
+EOF
+)
+    [[ ${bad:-0} -gt 0 && ${other:-1} -eq 0 ]] && pass "$what: rank $r: $bad files EIO, every other file right" \
+      || fail "$what: rank $r: ${bad:-?} EIO, ${other:-?} other differences (or a hang)"
+  done
+}
+
 # --- damaged: a flipped byte in every file of rank 1's staged packs.
 start 1
 $PY - "$T/ssd1" <<'EOF' || fail "damaged: could not flip the staged copies"
@@ -120,27 +152,7 @@ for k in 2 1; do
     lost=$(grep -o "staging part-0000[15] failed" "$T/log" | grep -o "part-0000[15]" | sort -u)
     [[ -n $lost ]] && pass "$what: the log names the pack that failed: $lost" \
       || fail "$what: no staging failure of rank 1's partitions in the log"
-    for r in 0 1 2 3; do
-      # Per file (names may hold line breaks): same bytes, EIO, or anything else.
-      read -r bad other < <(timeout 120 $PY - "$T/src" "$T/mnt$r" <<'EOF'
-import errno, os, sys
-src, mnt = sys.argv[1], sys.argv[2]
-eio = other = 0
-for d, _, files in os.walk(src):
-    for f in files:
-        rel = os.path.relpath(os.path.join(d, f), src)
-        try:
-            with open(os.path.join(mnt, rel), "rb") as got, open(os.path.join(src, rel), "rb") as want:
-                other += got.read() != want.read()
-        except OSError as e:
-            eio += e.errno == errno.EIO
-            other += e.errno != errno.EIO
-print(eio, other)
-EOF
-)
-      [[ ${bad:-0} -gt 0 && ${other:-1} -eq 0 ]] && pass "$what: rank $r: $bad files EIO, every other file right" \
-        || fail "$what: rank $r: ${bad:-?} EIO, ${other:-?} other differences (or a hang)"
-    done
+    eio_or_same "$what"
   fi
   stop "$what" || fail "$what: job exit code"
   umount "$T/ssd1" 2>/dev/null || umount -l "$T/ssd1"
@@ -159,6 +171,44 @@ kill -KILL "${pids[@]}" 2>/dev/null
 wait "${pids[@]}" 2>/dev/null
 same "readers" 0 1 2 3
 stop readers || fail "readers: job exit code"
+
+# --- dataset: a truncated pack and a pack with a flipped byte in the dataset.
+launch_damaged() {  # packs into $T/out, lets DAMAGE (a command) harm it, launches
+  rm -rf "$T/out" "$T"/ssd* "$T/log"; mkdir -p "$T"/mnt{0,1,2,3} "$T/ssd1"
+  "$BIN/clairfs-partition" pack "$T/src" "$T/out" --partitions 8 --compress zstd \
+    --frame-size 65536 >/dev/null 2>&1 || { fail "pack"; exit 1; }
+  "$@"
+  "$MPIEXEC" -disable-auto-cleanup -n 4 "$RANK" "$BIN/clairfsd" --dataset "$T/out" \
+    --mount "$T/mnt{rank}" --local-dir "$T/ssd{rank}" --peer-timeout-ms 1000 \
+    --shutdown-wait-ms $SHUTDOWN_MS --start-timeout-ms 6000 >"$T/log" 2>&1 &
+  launcher=$!
+}
+harm_packs() {
+  truncate -s 100000 "$T/out/part-00003"
+  $PY -c "import sys; f=open(sys.argv[1],'r+b'); f.seek(300000); b=f.read(1); f.seek(300000); f.write(bytes([b[0]^1]))" "$T/out/part-00006"
+}
+launch_damaged harm_packs
+"$BIN/clairfs-wait" "$T"/mnt{0,1,2,3} --timeout 60 --quiet || { fail "dataset: mounts not ready"; cat "$T/log"; }
+for pk in part-00003 part-00006; do
+  grep -q "staging $pk failed" "$T/log" && pass "dataset: staging refused the damaged $pk, named in the log" \
+    || fail "dataset: no staging error naming $pk"
+done
+eio_or_same "dataset"
+stop dataset || fail "dataset: job exit code"
+
+harm_manifest() {
+  $PY -c "import os,sys; f=open(sys.argv[1],'r+b'); n=os.path.getsize(sys.argv[1]); f.seek(n//2); b=f.read(1); f.seek(n//2); f.write(bytes([b[0]^1]))" "$T/out/manifest"
+}
+launch_damaged harm_manifest
+if timeout 30 tail --pid="$launcher" -f /dev/null; then
+  wait "$launcher"; rc=$?; launcher=""
+  [[ $rc -ne 0 ]] && pass "manifest: the job ended by itself, exit $rc" || fail "manifest: exit 0"
+  [[ $(grep -c "manifest" "$T/log") -ge 1 ]] && pass "manifest: the log names the manifest" \
+    || { fail "manifest: the log does not name it"; tail -5 "$T/log"; }
+  grep -q " $T/mnt" /proc/mounts && fail "manifest: a mount was left"
+else
+  fail "manifest: the job still runs after 30 s"; tail -5 "$T/log"
+fi
 
 # --- unmount: one rank's mount point unmounted under it.
 start 1
