@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -44,10 +45,13 @@ std::set<int> OwnSocketPairEnds() {
   const int self = dirfd(dir);
   while (dirent* e = ::readdir(dir)) {
     const int fd = std::atoi(e->d_name);
-    struct stat st;
-    if (fd == self || e->d_name[0] == '.' || ::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
-      continue;
-    }
+    if (fd == self || e->d_name[0] == '.') continue;
+    // The link's text, not fstat: other threads (staging, prefetch) open and
+    // close files meanwhile, and only sockets are asked anything.
+    char link[64];
+    const std::string at = std::string("/proc/self/fd/") + e->d_name;
+    const ssize_t n = ::readlink(at.c_str(), link, sizeof link - 1);
+    if (n <= 0 || std::string_view(link, n).substr(0, 7) != "socket:") continue;
     int type = 0, domain = 0;
     socklen_t len = sizeof type;
     ucred cred{};
