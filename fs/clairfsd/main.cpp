@@ -282,12 +282,17 @@ int main(int argc, char** argv) {
   fs::Vfs vfs(manifest, &source, &cache, &stats, options);
   // The last gate: every rank is set up; from here each serves on its own.
   clairfs::Status ready = cluster.Agree(clairfs::Status::Ok(), start_wait);
-  if (ready.ok()) ready = cluster.Serve();
   if (!ready.ok()) {
     fs::Log(fs::LogLevel::kError, ready.message());
     return 1;
   }
-  if (engine) engine->Start();
+  // Serving peers, staging and prefetching start once the mount is up (see
+  // ServeFuse: no thread of ours may run while the mount forks fusermount3).
+  auto start = [&]() -> clairfs::Status {
+    CLAIRFS_RETURN_IF_ERROR(cluster.Serve());
+    if (engine) engine->Start();
+    return clairfs::Status::Ok();
+  };
 
   std::function<void()> on_mounted;
   if (engine && config.prefetch_opens == "inotify") {
@@ -307,7 +312,7 @@ int main(int argc, char** argv) {
       vfs.DeclineOpens();
     };
   }
-  clairfs::Status st = fs::ServeFuse(&vfs, config, &pusher, std::move(on_mounted));
+  clairfs::Status st = fs::ServeFuse(&vfs, config, &pusher, start, std::move(on_mounted));
   if (watcher) watcher->Stop();
   if (engine) engine->Stop();
   if (!st.ok()) fs::Log(fs::LogLevel::kError, st.ToString());

@@ -100,7 +100,7 @@ void ReserveAutoUnmountSlot() {
 }
 
 Status ServeFuse(Vfs* vfs, const Config& config, FusePageCachePusher* pusher,
-                 std::function<void()> on_mounted) {
+                 std::function<Status()> start, std::function<void()> on_mounted) {
   Session session{vfs, config, {}};
   const fuse_lowlevel_ops ops = MakeOps();
   const std::string opts = MountOptions(config);
@@ -128,6 +128,15 @@ Status ServeFuse(Vfs* vfs, const Config& config, FusePageCachePusher* pusher,
                            " (is /dev/fuse usable, fusermount3 installed, the directory empty?)");
   }
   MoveAutoUnmountSocket(sockets_before);
+  if (start) {
+    Status started = start();
+    if (!started.ok()) {
+      fuse_session_unmount(se);
+      fuse_remove_signal_handlers(se);
+      fuse_session_destroy(se);
+      return started;
+    }
+  }
   Log(LogLevel::kInfo, "mounted " + config.dataset + " at " + config.mount);
   if (pusher != nullptr) pusher->Attach(se);
   // The kernel clamps read-ahead to 128 KiB when it processes the INIT reply,

@@ -25,10 +25,17 @@ namespace clairfs::fs {
 // workers until SIGINT, SIGTERM or SIGHUP, or until someone unmounts it; then
 // unmounts. Returns an error when the session cannot be set up or mounted.
 // Blocks; call once per process (it installs signal handlers). `pusher`
-// (optional) is attached to the session while it is mounted. `on_mounted`
-// (optional) runs on a thread of its own once the mount answers, so it may use
-// the mount; it is joined once the session is gone (which fails its calls
-// still waiting on the mount).
+// (optional) is attached to the session while it is mounted. `start`
+// (optional) runs in the calling thread once the mount is up, before any
+// request is answered; an error from it unmounts and is returned. Start the
+// daemon's own threads there, not before: mounting forks fusermount3, and a
+// forked child of a multi-threaded process is only safe if no other thread
+// holds an allocator lock at that moment (libfuse's child calls setenv; under
+// GCC 12's AddressSanitizer a thread allocating during the fork left the child
+// deadlocked and the mount never appeared). `on_mounted` (optional) runs on a
+// thread of its own once the mount answers, so it may use the mount; it is
+// joined once the session is gone (which fails its calls still waiting on
+// the mount).
 // Call first in main, before any other descriptor is opened: keeps the lowest
 // free descriptor for the socket that tells fusermount3's auto-unmount helper
 // the daemon is gone, so that when the daemon is killed that socket closes
@@ -36,6 +43,6 @@ namespace clairfs::fs {
 void ReserveAutoUnmountSlot();
 
 Status ServeFuse(Vfs* vfs, const Config& config, FusePageCachePusher* pusher = nullptr,
-                 std::function<void()> on_mounted = {});
+                 std::function<Status()> start = {}, std::function<void()> on_mounted = {});
 
 }  // namespace clairfs::fs

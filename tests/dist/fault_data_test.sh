@@ -57,10 +57,13 @@ start() {
     --shutdown-wait-ms $SHUTDOWN_MS >"$T/log" 2>&1 &
   launcher=$!
   "$BIN/clairfs-wait" "$T"/mnt{0,1,2,3} --timeout 60 --quiet || { fail "mounts not ready"; cat "$T/log"; exit 1; }
+  wait_staged
+}
+wait_staged() {  # until every rank's staging has finished (or 30 s)
   local r i
   for r in 0 1 2 3; do
     for ((i = 0; i < 300; i++)); do
-      [[ $(json "$T/mnt$r/.clairfs/stats.json" 'd["cluster"]["staging"]["finished"]') == True ]] && break
+      [[ $(json "$T/mnt$r/.clairfs/stats.json" 'd["cluster"]["staging"]["finished"]' 2>/dev/null) == True ]] && break
       sleep 0.1
     done
   done
@@ -189,6 +192,7 @@ harm_packs() {
 }
 launch_damaged harm_packs
 "$BIN/clairfs-wait" "$T"/mnt{0,1,2,3} --timeout 60 --quiet || { fail "dataset: mounts not ready"; cat "$T/log"; }
+wait_staged
 for pk in part-00003 part-00006; do
   grep -q "staging $pk failed" "$T/log" && pass "dataset: staging refused the damaged $pk, named in the log" \
     || fail "dataset: no staging error naming $pk"
