@@ -14,6 +14,19 @@ BlockRef RamCache::Lookup(BlockKey key) {
   return it->second;
 }
 
+bool RamCache::LookupAll(const std::vector<BlockKey>& keys, std::vector<BlockRef>* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (BlockKey key : keys) {
+    if (blocks_.count(key) == 0) return false;
+  }
+  for (BlockKey key : keys) {
+    ++counters_.hits;
+    policy_->Touched(key);
+    out->push_back(blocks_.at(key));
+  }
+  return true;
+}
+
 Result<BlockRef> RamCache::GetOrLoad(BlockKey key, const Loader& load, Outcome* outcome) {
   std::promise<Result<BlockRef>> promise;
   {

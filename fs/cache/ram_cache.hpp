@@ -40,6 +40,9 @@ class RamCache {
   Result<BlockRef> GetOrLoad(BlockKey key, const Loader& load, Outcome* outcome = nullptr);
   // The cached block or null; counts as a hit.
   BlockRef Lookup(BlockKey key);
+  // Every block of `keys`, in order, if all are cached (each counts as a hit);
+  // otherwise false, `out` untouched and nothing counted. One lock for all.
+  bool LookupAll(const std::vector<BlockKey>& keys, std::vector<BlockRef>* out);
   // Drops the block for `key` if cached (the prefetcher's evictions); readers
   // holding it keep it alive. Not counted as an eviction.
   void Erase(BlockKey key);

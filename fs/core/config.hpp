@@ -41,8 +41,11 @@ struct Config {
   uint64_t pack_readahead = 0;
 
   // --- FUSE session ---
-  uint32_t threads = 10;               // maximum FUSE worker threads (libfuse's default is 10)
-  bool clone_fd = true;                // one /dev/fuse fd per worker thread
+  // Threads reading /dev/fuse; each answers at once what needs no wait
+  // (lookups, attributes, listings, ioctls, READs of bytes in RAM).
+  uint32_t fuse_threads = 1;
+  uint32_t threads = 10;               // threads answering READs that wait (packs, peers)
+  bool clone_fd = true;                // one /dev/fuse fd per reading thread
   bool allow_other = false;            // let other users in (non-root needs user_allow_other)
   double entry_timeout = 31536000;     // s the kernel may cache a name (the dataset is immutable)
   double attr_timeout = 31536000;      // s the kernel may cache attributes

@@ -162,10 +162,19 @@ Status ServeFuse(Vfs* vfs, const Config& config, FusePageCachePusher* pusher,
   // The mount answers as soon as the loop below runs.
   std::thread hook;
   if (on_mounted) hook = std::thread(std::move(on_mounted));
+  // Requests are answered by the threads reading them; READs that must wait
+  // go to `waiting` (its queue bound is back-pressure: past it, the reading
+  // thread answers the READ itself).
+  WorkPool waiting("clairfs-read", config.threads, 256);
+  session.waiting_reads = &waiting;
   fuse_loop_config* loop = fuse_loop_cfg_create();
   fuse_loop_cfg_set_clone_fd(loop, config.clone_fd ? 1 : 0);
-  fuse_loop_cfg_set_max_threads(loop, config.threads);
+  fuse_loop_cfg_set_max_threads(loop, config.fuse_threads);
   const int rc = fuse_session_loop_mt(se, loop);
+  // Stopping: READs still queued are dropped (the kernel fails them when the
+  // device closes below); the ones being answered finish first, within
+  // peer_timeout_ms, so no reply reaches a destroyed session.
+  waiting.Stop(false);
   if (tuner.joinable()) {
     tuner.request_stop();
     tuner.join();

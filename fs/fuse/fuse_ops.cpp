@@ -103,8 +103,7 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   }
 }
 
-void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
-  auto r = S(req).vfs->Read(ino, static_cast<uint64_t>(off), size);
+void ReplyRead(fuse_req_t req, const Result<ReadData>& r) {
   if (!r.ok()) {
     fuse_reply_err(req, r.status().err());
   } else if (r->slices.size() <= 1) {
@@ -117,6 +116,18 @@ void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info
     }
     fuse_reply_iov(req, iov.data(), static_cast<int>(iov.size()));
   }
+}
+
+void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+  const Session& s = S(req);
+  const uint64_t offset = static_cast<uint64_t>(off);
+  if (auto ready = s.vfs->ReadIfReady(ino, offset, size)) {
+    ReplyRead(req, *ready);
+    return;
+  }
+  Vfs* vfs = s.vfs;
+  auto answer = [req, vfs, ino, offset, size] { ReplyRead(req, vfs->Read(ino, offset, size)); };
+  if (s.waiting_reads == nullptr || !s.waiting_reads->TrySubmit(answer)) answer();
 }
 
 void Release(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }

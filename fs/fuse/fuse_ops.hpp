@@ -11,19 +11,25 @@
 #include <atomic>
 
 #include "fs/core/config.hpp"
+#include "fs/core/work_pool.hpp"
 #include "fs/vfs/vfs.hpp"
 
 namespace clairfs::fs {
 
-// Shared by every worker thread: vfs and config are read-only after start.
+// Shared by every thread: vfs and config are read-only after start.
 struct Session {
   Vfs* vfs;
   Config config;
+  // Where READs that must wait go (null: answered where they were read).
+  WorkPool* waiting_reads = nullptr;
   std::atomic<bool> initialized{false};  // set by Init, read by the read-ahead tuner
 };
 
 // Every handler unpacks its arguments, makes one Vfs call and ends in exactly
-// one fuse_reply_*; writes of any kind are EROFS.
+// one fuse_reply_*; writes of any kind are EROFS. Every request is answered by
+// the thread that read it from /dev/fuse, except a READ whose bytes are not in
+// RAM yet: that one is answered by a thread of `waiting_reads` (or by the
+// reading thread when that pool's queue is full).
 fuse_lowlevel_ops MakeOps();
 
 }  // namespace clairfs::fs

@@ -51,6 +51,32 @@ Result<BlockRef> FileReader::LoadBlock(uint32_t node, uint32_t index, uint64_t b
   return BlockRef(std::move(block));
 }
 
+std::optional<ReadData> FileReader::ReadIfCached(uint32_t node, uint64_t offset, size_t size) {
+  ReadData out;
+  const uint64_t file_size = manifest_->node(node).size;
+  if (offset >= file_size || size == 0) return out;
+  const uint64_t end = std::min<uint64_t>(file_size, offset + size);
+  const uint64_t bs = BlockSize(node);
+  const uint32_t first = static_cast<uint32_t>(offset / bs);
+  const uint32_t last = static_cast<uint32_t>((end - 1) / bs);
+  std::vector<BlockKey> keys;
+  for (uint32_t i = first; i <= last; ++i) keys.push_back(MakeBlockKey(node, i));
+  std::vector<BlockRef> blocks;
+  if (!cache_->LookupAll(keys, &blocks)) return std::nullopt;
+  for (uint64_t pos = offset; pos < end;) {
+    const uint32_t index = static_cast<uint32_t>(pos / bs);
+    const BlockRef& block = blocks[index - first];
+    const uint64_t in_block = pos - uint64_t{index} * bs;
+    const uint64_t take = std::min<uint64_t>(end - pos, block->size - in_block);
+    out.slices.push_back({block, block->data.get() + in_block, static_cast<size_t>(take)});
+    out.total += take;
+    pos += take;
+  }
+  Stats::Add(stats_->ram_requests, 1);
+  Stats::Add(stats_->ram_bytes, out.total);
+  return out;
+}
+
 Result<ReadData> FileReader::Read(uint32_t node, uint64_t offset, size_t size) {
   ReadData out;
   const uint64_t file_size = manifest_->node(node).size;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "fs/cache/ram_cache.hpp"
@@ -40,6 +41,9 @@ class FileReader {
 
   // Bytes [offset, offset + size) of file node `node`, clipped to the file.
   Result<ReadData> Read(uint32_t node, uint64_t offset, size_t size);
+  // The same bytes if every block they touch is in the RAM cache; otherwise
+  // nothing (nothing loaded, nothing counted). Never waits for a load.
+  std::optional<ReadData> ReadIfCached(uint32_t node, uint64_t offset, size_t size);
 
  private:
   uint64_t BlockSize(uint32_t node) const;

@@ -200,6 +200,16 @@ Result<OpenReply> Vfs::Open(uint64_t ino, int flags) {
   return reply;
 }
 
+std::optional<Result<ReadData>> Vfs::ReadIfReady(uint64_t ino, uint64_t offset, size_t size) {
+  if (control_.Owns(ino) || !IsNode(ino) || manifest_->IsDirectory(static_cast<uint32_t>(ino - 1))) {
+    return Read(ino, offset, size);
+  }
+  auto data = reader_.ReadIfCached(static_cast<uint32_t>(ino - 1), offset, size);
+  if (!data) return std::nullopt;
+  Stats::Add(stats_->reads, 1);
+  return Result<ReadData>(std::move(*data));
+}
+
 Result<ReadData> Vfs::Read(uint64_t ino, uint64_t offset, size_t size) {
   if (control_.Owns(ino)) {
     const ControlFiles::Index i = control_.IndexOf(ino);

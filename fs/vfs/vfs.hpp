@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -80,6 +81,10 @@ class Vfs {
   // Files only: EISDIR for a directory, EROFS for any access mode but O_RDONLY.
   Result<OpenReply> Open(uint64_t ino, int flags);
   Result<ReadData> Read(uint64_t ino, uint64_t offset, size_t size);
+  // Read's answer when it needs no wait: errors, control files, and dataset
+  // bytes already in the RAM cache. Nothing when a block must be loaded (from
+  // a pack, decoded, or asked of a peer): then call Read, where waiting is fine.
+  std::optional<Result<ReadData>> ReadIfReady(uint64_t ino, uint64_t offset, size_t size);
   FsStat StatFs() const;
 
   uint64_t root_ino() const { return 1; }

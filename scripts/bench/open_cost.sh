@@ -10,16 +10,19 @@
 #   pil_loader   what torchvision's ImageFolder does per sample: open, PIL decode, RGB
 # Median over --rounds rounds of 2,000 files each, microseconds per file.
 #
-# usage: scripts/bench/open_cost.sh [--rounds R]
+# usage: scripts/bench/open_cost.sh [--rounds R] [-- CLAIRFSD_OPTION...]
+# (options after -- go to clairfsd, e.g. -- --threads 1)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$repo/${BUILD_DIR:-build}/bin
 PY=/usr/bin/python3
 rounds=5
+daemon_args=()
 while (($#)); do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
-    *) echo "usage: $0 [--rounds R]" >&2; exit 2 ;;
+    --) shift; daemon_args=("$@"); break ;;
+    *) echo "usage: $0 [--rounds R] [-- CLAIRFSD_OPTION...]" >&2; exit 2 ;;
   esac
 done
 W=$(mktemp -d "${TMPDIR:-/var/tmp}/clairfs-open-cost.XXXXXX")
@@ -33,7 +36,7 @@ trap cleanup EXIT
 
 $PY "$repo/scripts/make_imagefolder.py" "$W/data" --classes 4 --per-class 500 >/dev/null
 "$BIN/clairfs-partition" pack "$W/data" "$W/packed" --partitions 2 >/dev/null
-"$BIN/clairfsd" --dataset "$W/packed" --mount "$W/mnt" >"$W/log" 2>&1 &
+"$BIN/clairfsd" --dataset "$W/packed" --mount "$W/mnt" "${daemon_args[@]}" >"$W/log" 2>&1 &
 pid=$!
 "$BIN/clairfs-wait" "$W/mnt" --quiet --timeout 30 || { cat "$W/log"; exit 1; }
 cat "$W"/mnt/train/*/* "$W"/data/train/*/* >/dev/null  # both in the page cache

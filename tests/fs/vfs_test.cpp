@@ -185,6 +185,48 @@ TEST_CASE("reads at any offset and size return the original bytes", "[vfs]") {
   CHECK(f.stats.corruption_errors == 0);
 }
 
+TEST_CASE("ReadIfReady answers only what needs no load, with Read's bytes", "[vfs]") {
+  Fixture f;
+  std::mt19937 rng(5);
+  for (const auto& [path, content] : f.dataset.contents) {
+    const uint64_t ino = f.Ino(path);
+    for (int i = 0; i < 50; ++i) {
+      const uint64_t off = rng() % (content.size() + 10);
+      const size_t len = 1 + rng() % 1500;
+      INFO(path << " off " << off << " len " << len);
+      const uint64_t loads = f.stats.pack_block_loads;
+      auto ready = f.vfs->ReadIfReady(ino, off, len);
+      CHECK(f.stats.pack_block_loads == loads);  // never loads
+      auto read = f.vfs->Read(ino, off, len);
+      REQUIRE(read.ok());
+      if (ready) {
+        REQUIRE(ready->ok());
+        CHECK(Bytes(**ready) == Bytes(*read));
+      } else {
+        // Not ready: Read had to load a block this range touches; now it is.
+        auto again = f.vfs->ReadIfReady(ino, off, len);
+        REQUIRE(again);
+        REQUIRE(again->ok());
+        CHECK(Bytes(**again) == Bytes(*read));
+      }
+    }
+  }
+  // A framed file with only its first frame cached is not ready past it.
+  f.cache->Clear();
+  const uint64_t framed = f.Ino("docs/framed.dat");
+  REQUIRE(f.vfs->Read(framed, 0, 100).ok());
+  CHECK(f.vfs->ReadIfReady(framed, 0, 512));
+  CHECK_FALSE(f.vfs->ReadIfReady(framed, 0, 513));
+  CHECK_FALSE(f.vfs->ReadIfReady(framed, 600, 10));
+  // Errors and control files need no load: answered at once.
+  auto dir = f.vfs->ReadIfReady(f.Ino("docs"), 0, 10);
+  REQUIRE(dir);
+  CHECK(dir->status().err() == EISDIR);
+  auto gone = f.vfs->ReadIfReady(999999, 0, 10);
+  REQUIRE(gone);
+  CHECK(gone->status().err() == ENOENT);
+}
+
 TEST_CASE("open and read enforce the file type and read-only access", "[vfs]") {
   Fixture f;
   const uint64_t file = f.Ino("raw.bin");
