@@ -171,6 +171,7 @@ int main(int argc, char** argv) {
   copt.stage_threads = config.stage_threads;
   copt.pack_readahead = config.pack_readahead;
   copt.peer_timeout = std::chrono::milliseconds(config.peer_timeout_ms);
+  copt.server_threads = static_cast<int>(config.server_threads);
   copt.start_timeout = start_wait;
   clairfs::Status started = cluster.Start(copt);
   if (!started.ok()) {

@@ -27,6 +27,7 @@ struct Config {
   std::string local_dir;       // node-local directory for this rank's packs; "" = no staging
   uint32_t stage_threads = 2;  // packs copied at once while staging
   uint32_t peer_timeout_ms = 2000;  // deadline of one read from a peer before trying the next
+  uint32_t server_threads = 4;      // peers' reads this rank serves at once
   uint32_t shutdown_wait_ms = 10000;  // how long a stopping rank waits for the others
   // Bound of each start-up step every rank takes together (agreeing that all
   // are ready, the manifest broadcast): a rank that does not arrive in time

@@ -4,7 +4,8 @@
 
 namespace clairfs::fs {
 
-LoopbackFabric::LoopbackFabric(int size) : size_(size), inbox_(size), dead_(size, false) {}
+LoopbackFabric::LoopbackFabric(int size)
+    : size_(size), inbox_(size), dead_(size, false), damage_replies_(size, false) {}
 
 void LoopbackFabric::SetDead(int rank, bool dead) {
   std::lock_guard lk(mu_);
@@ -22,6 +23,11 @@ void LoopbackFabric::SetReorder(bool reorder) {
   reorder_ = reorder;
 }
 
+void LoopbackFabric::SetDamageReplies(int rank, bool damage) {
+  std::lock_guard lk(mu_);
+  damage_replies_[rank] = damage;
+}
+
 void LoopbackFabric::Inject(int from, int to, MessageKind kind, std::vector<char> bytes) {
   Send(from, to, kind, std::move(bytes));
 }
@@ -29,6 +35,7 @@ void LoopbackFabric::Inject(int from, int to, MessageKind kind, std::vector<char
 void LoopbackFabric::Send(int from, int to, MessageKind kind, std::vector<char> bytes) {
   std::lock_guard lk(mu_);
   if (to < 0 || to >= size_ || dead_[to] || dead_[from]) return;
+  if (kind == MessageKind::kReplies && damage_replies_[from] && !bytes.empty()) bytes.back() ^= 0x40;
   auto& q = inbox_[to];
   Message m{SteadyClock::now() + delay_, from, kind, std::move(bytes)};
   if (reorder_ && !q.empty()) {

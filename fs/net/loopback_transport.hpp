@@ -3,7 +3,8 @@
 // A LoopbackFabric connects the ranks; each rank's transport runs the same
 // Endpoint logic as MpiTransport on its own progress thread. The fabric can
 // inject faults: a dead rank (messages to and from it vanish), a delay per
-// message, reordering, and raw bytes as if sent by a peer.
+// message, reordering, replies damaged on the way, and raw bytes as if sent
+// by a peer.
 // Thread-safe.
 #pragma once
 
@@ -30,6 +31,9 @@ class LoopbackFabric {
   void SetDead(int rank, bool dead);
   void SetDelay(std::chrono::microseconds delay);
   void SetReorder(bool reorder);
+  // Replies sent by `rank` arrive with their last byte flipped (the end of
+  // the last payload: no wire checksum catches it, the reader's must).
+  void SetDamageReplies(int rank, bool damage);
   // Delivers `bytes` to `to` as a message of `kind` from `from`.
   void Inject(int from, int to, MessageKind kind, std::vector<char> bytes);
 
@@ -52,7 +56,7 @@ class LoopbackFabric {
   std::mutex mu_;
   std::condition_variable bcast_cv_;
   std::vector<std::deque<Message>> inbox_;
-  std::vector<bool> dead_;
+  std::vector<bool> dead_, damage_replies_;
   std::chrono::microseconds delay_{0};
   bool reorder_ = false;
   std::mt19937 rng_{12345};

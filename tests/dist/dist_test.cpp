@@ -235,6 +235,17 @@ TEST_CASE("bytes damaged on a node's disk are read again from the dataset's pack
   CHECK(clean.stores[0]->counters().damaged_rereads == 0);
 }
 
+TEST_CASE("a peer's answers damaged on the way are read again from the dataset's pack", "[dist]") {
+  Dataset d(6, 1);
+  Ranks ranks(d, 3);
+  ranks.fabric->SetDamageReplies(1, true);
+  CHECK(Mismatches(d, ranks.stores[0].get()) == 0);
+  const DistCounters& c = ranks.stores[0]->counters();
+  CHECK(c.peer_reads > 0);        // rank 1 did answer, and rank 2 too
+  CHECK(c.damaged_rereads > 0);   // rank 1's answers failed their checksum
+  CHECK(Mismatches(d, ranks.stores[2].get()) == 0);
+}
+
 TEST_CASE("a holder without a copy of its own reads another owner's", "[dist]") {
   // Replicas 2 over 2 ranks: both hold every partition. Rank 1 staged them;
   // rank 0 did not (its staging failed), and then the dataset directory went.
