@@ -40,7 +40,8 @@ rc=$?
 [[ $rc -eq 137 ]] && pass "command killed by SIGKILL: exit 137" || { fail "exit $rc, want 137"; cat "$T/out3"; }
 
 # --- SIGTERM to clairfs-run (scancel, Ctrl-C): command and daemon stopped.
-"$RUN" --dataset out --mount "$T/mnt0" --logs "$T/logs4" -- sleep 300 >"$T/out4" 2>&1 &
+nap="300.$$"  # a duration of this test's own: other runs of it may be sleeping 300 s too
+"$RUN" --dataset out --mount "$T/mnt0" --logs "$T/logs4" -- sleep "$nap" >"$T/out4" 2>&1 &
 run=$!
 "$BIN/clairfs-wait" "$T/mnt0" --timeout 30 --quiet
 sleep 0.5
@@ -48,7 +49,7 @@ kill -TERM "$run"
 wait "$run"
 rc=$?
 [[ $rc -eq 143 ]] && grep -q "got SIGTERM" "$T/out4" && pass "SIGTERM: exit 143" || { fail "SIGTERM: exit $rc"; cat "$T/out4"; }
-[[ $(daemons_left) -eq 0 ]] && ! mounted "$T/mnt0" && ! pgrep -f "^sleep 300$" >/dev/null \
+[[ $(daemons_left) -eq 0 ]] && ! mounted "$T/mnt0" && ! pgrep -xf "sleep $nap" >/dev/null \
   && pass "SIGTERM: command, daemon and mount gone" || fail "SIGTERM left something behind"
 
 # --- the dataset is not there: said, with what to do, before any daemon starts.
