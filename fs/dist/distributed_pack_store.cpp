@@ -96,7 +96,8 @@ Result<const format::RandomAccessFile*> DistributedPackStore::Pack(uint32_t p) {
 Result<const format::RandomAccessFile*> DistributedPackStore::Reread(
     uint32_t p, const format::RandomAccessFile* damaged) {
   auto shared = shared_.Pack(p);
-  if (!shared.ok() || *shared == damaged) return shared;
+  if (!shared.ok()) return shared;
+  if (*shared == damaged) return static_cast<const format::RandomAccessFile*>(nullptr);
   counters_.damaged_rereads++;
   if (!damage_logged_[p].exchange(true)) {
     Log(LogLevel::kWarn, "bytes read from " + damaged->name() +
