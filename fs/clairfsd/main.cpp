@@ -202,7 +202,9 @@ int main(int argc, char** argv) {
   options.config_text = effective;
   options.decline_open = config.no_open;  // false when prefetching (see above)
   options.decline_opendir = config.no_opendir;
-  options.stats_sections.emplace_back("cluster", [&cluster] { return cluster.StatsJson(); });
+  options.stats_sections.emplace_back("cluster", [&cluster](clairfs::format::JsonWriter& w) {
+    cluster.WriteStats(w);
+  });
   // Declared in this order so the engine (its threads) goes first, then the
   // pusher it uses and the ReadOrder its planner's order source references.
   std::shared_ptr<const clairfs::prefetch::ReadOrder> order;
@@ -238,9 +240,10 @@ int main(int argc, char** argv) {
     fs::Log(fs::LogLevel::kWarn, "prefetch: the settings do not fit the dataset, so nothing is "
                                  "predicted and every file is read on demand: " +
                                      prefetch_error.ToString());
-    clairfs::format::JsonWriter w;
-    w.BeginObject().Bool("enabled", false).String("reason", prefetch_error.ToString()).EndObject();
-    options.stats_sections.emplace_back("prefetch", [section = w.str()] { return section; });
+    options.stats_sections.emplace_back(
+        "prefetch", [reason = prefetch_error.ToString()](clairfs::format::JsonWriter& w) {
+          w.Bool("enabled", false).String("reason", reason);
+        });
   }
   if (planner) {
     if (job->missing_files > 0) {
@@ -270,13 +273,15 @@ int main(int argc, char** argv) {
     engine = std::make_unique<fs::PrefetchEngine>(std::move(planner), std::move(job->in_dataset),
                                                   manifest, &source, &cache, &stats, &pusher, eo);
     order = job->order;
-    options.stats_sections.emplace_back("prefetch", [e = engine.get()] { return e->StatsJson(); });
-    options.stats_sections.emplace_back("open_watcher", [&live_watcher] {
-      const fs::OpenWatcher* w = live_watcher.load();
-      if (w == nullptr) return std::string("{\"opens_seen_through\": \"fuse\"}");
-      return "{\"opens_seen_through\": \"inotify\", \"watches\": " + std::to_string(w->watches()) +
-             ", \"events\": " + std::to_string(w->events()) +
-             ", \"overflows\": " + std::to_string(w->overflows()) + "}";
+    options.stats_sections.emplace_back(
+        "prefetch", [e = engine.get()](clairfs::format::JsonWriter& w) { e->WriteStats(w); });
+    options.stats_sections.emplace_back("open_watcher", [&live_watcher](
+                                                            clairfs::format::JsonWriter& w) {
+      const fs::OpenWatcher* on = live_watcher.load();
+      w.String("opens_seen_through", on ? "inotify" : "fuse")
+          .Integer("watches", on ? on->watches() : 0)
+          .Integer("events", on ? on->events() : 0)
+          .Integer("overflows", on ? on->overflows() : 0);
     });
     options.open_observer = engine.get();
   }

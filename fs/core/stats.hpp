@@ -6,7 +6,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
+
+#include "partitioner/format/json.hpp"
 
 namespace clairfs::fs {
 
@@ -46,7 +49,14 @@ struct CacheStats {
   uint64_t rejected = 0;  // blocks larger than the whole budget, served but not kept
 };
 
-// The JSON document of stats.json (documented in docs/fuse.md).
-std::string StatsJson(const Stats& stats, const CacheStats& cache, double uptime_s);
+// stats.json is one JSON object (documented in docs/fuse.md): the data
+// path's members below, then one member per section a part of the daemon
+// contributes. A section writes its members into the object opened for it.
+using StatsSection = std::function<void(format::JsonWriter&)>;
+
+// The data path's members (uptime, served, local_pack, errors, ram_cache,
+// requests), written into the document's open top-level object.
+void WriteDataPathStats(format::JsonWriter& w, const Stats& stats, const CacheStats& cache,
+                        double uptime_s);
 
 }  // namespace clairfs::fs

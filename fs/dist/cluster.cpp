@@ -9,15 +9,12 @@
 
 #include "fs/core/log.hpp"
 #include "fs/dist/manifest_envelope.hpp"
+#include "fs/net/endpoint.hpp"
 #include "fs/net/mpi_transport.hpp"
 #include "partitioner/format/file_io.hpp"
 
 namespace clairfs::fs {
 namespace {
-
-std::string Json(const char* key, uint64_t v) {
-  return std::string("\"") + key + "\": " + std::to_string(v);
-}
 
 // MPICH's launcher tells the surviving ranks of a failure with SIGUSR1, whose
 // default action would end them too: count it instead (async-signal-safe).
@@ -125,30 +122,54 @@ Status Cluster::Serve() {
   return Status::Ok();
 }
 
-std::string Cluster::StatsJson() const {
-  std::string s = "{" + Json("rank", rank_) + ", " + Json("ranks", size_) + ", " +
-                  Json("failure_notices", g_failure_notices.load()) + ", " +
-                  Json("pid", static_cast<uint64_t>(::getpid())) + ", \"host\": \"" + host_ + "\"";
+void Cluster::WriteStats(format::JsonWriter& w) const {
+  w.Integer("rank", rank_)
+      .Integer("ranks", size_)
+      .Integer("failure_notices", g_failure_notices.load())
+      .Integer("pid", static_cast<uint64_t>(::getpid()))
+      .String("host", host_);
   if (store_) {
     const DistCounters& c = store_->counters();
-    s += ", \"peers\": {" + Json("reads", c.peer_reads) + ", " + Json("bytes", c.peer_bytes) +
-         ", " + Json("failures", c.peer_failures) + "}";
-    s += ", \"served_to_peers\": {" + Json("reads", c.served_reads) + ", " +
-         Json("bytes", c.served_bytes) + "}";
-    s += ", \"fallback\": {" + Json("reads", c.fallback_reads) + ", " +
-         Json("bytes", c.fallback_bytes) + "}, " + Json("damaged_rereads", c.damaged_rereads);
+    w.BeginObject("peers")
+        .Integer("reads", c.peer_reads)
+        .Integer("bytes", c.peer_bytes)
+        .Integer("failures", c.peer_failures)
+        .EndObject();
+    w.BeginObject("served_to_peers")
+        .Integer("reads", c.served_reads)
+        .Integer("bytes", c.served_bytes)
+        .EndObject();
+    w.BeginObject("fallback")
+        .Integer("reads", c.fallback_reads)
+        .Integer("bytes", c.fallback_bytes)
+        .EndObject();
+    w.Integer("damaged_rereads", c.damaged_rereads);
+  }
+  if (const EndpointCounters* n = transport_ ? transport_->counters() : nullptr) {
+    w.BeginObject("network")
+        .Integer("reads_sent", n->reads_sent)
+        .Integer("replies_received", n->replies_received)
+        .Integer("timeouts", n->timeouts)
+        .Integer("requests_served", n->requests_served)
+        .Integer("bytes_served", n->bytes_served)
+        .Integer("rejected_messages", n->rejected_messages)
+        .Integer("unknown_replies", n->unknown_replies)
+        .EndObject();
   }
   if (stager_) {
     const StagingProgress& p = stager_->progress();
-    char secs[32];
-    std::snprintf(secs, sizeof secs, "%.3f", p.seconds.load());
-    s += ", \"staging\": {" + Json("packs_total", p.packs_total) + ", " +
-         Json("packs_done", p.packs_done) + ", " + Json("packs_reused", p.packs_reused) + ", " +
-         Json("packs_failed", p.packs_failed) + ", " + Json("bytes_total", p.bytes_total) + ", " +
-         Json("bytes_copied", p.bytes_copied) + ", \"finished\": " +
-         (p.finished ? "true" : "false") + ", \"seconds\": " + secs + "}";
+    w.BeginObject("staging")
+        .Integer("packs_total", p.packs_total)
+        .Integer("packs_done", p.packs_done)
+        .Integer("packs_reused", p.packs_reused)
+        .Integer("packs_failed", p.packs_failed)
+        .Integer("bytes_total", p.bytes_total)
+        .Integer("bytes_copied", p.bytes_copied)
+        .Integer("bytes_verified", p.bytes_verified)
+        .Bool("finished", p.finished)
+        .Number("seconds", p.seconds.load())
+        .EndObject();
   }
-  return s + "}";
 }
 
 Status Cluster::Shutdown(std::chrono::milliseconds wait) {

@@ -19,6 +19,7 @@
 #include "fs/dist/distributed_pack_store.hpp"
 #include "fs/dist/stager.hpp"
 #include "fs/net/transport.hpp"
+#include "partitioner/format/json.hpp"
 #include "partitioner/format/manifest.hpp"
 
 namespace clairfs::fs {
@@ -63,8 +64,9 @@ class Cluster {
   Status Serve();
   std::shared_ptr<const format::Manifest> manifest() const { return manifest_; }
   PackStore* store() { return store_.get(); }
-  // The "cluster" section of stats.json: rank, peers, staging, fallbacks.
-  std::string StatsJson() const;
+  // The members of stats.json's "cluster" section (docs/fuse.md): rank,
+  // reads from peers and the dataset directory, the network, staging.
+  void WriteStats(format::JsonWriter& w) const;
   // After unmounting: waits (bounded) for every rank so none stops while a peer
   // still reads from it, then stops serving. Not OK if a peer never arrived.
   Status Shutdown(std::chrono::milliseconds wait);

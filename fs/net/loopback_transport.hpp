@@ -86,7 +86,7 @@ class LoopbackTransport final : public Transport {
             ReplyFn done) override;
   Status Barrier(SteadyClock::time_point deadline) override;
   void Stop() override;
-  const EndpointCounters* counters() const { return endpoint_ ? &endpoint_->counters() : nullptr; }
+  const EndpointCounters* counters() const override { return endpoint_ ? &endpoint_->counters() : nullptr; }
 
  private:
   void Progress();

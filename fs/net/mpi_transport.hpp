@@ -52,7 +52,7 @@ class MpiTransport final : public Transport {
   void Finalize(std::chrono::milliseconds limit, int exit_code);
   // Ends the whole job (every rank) with `code`.
   void Abort(int code);
-  const EndpointCounters* counters() const { return endpoint_ ? &endpoint_->counters() : nullptr; }
+  const EndpointCounters* counters() const override { return endpoint_ ? &endpoint_->counters() : nullptr; }
 
  private:
   MpiTransport(int rank, int size) : rank_(rank), size_(size) {}

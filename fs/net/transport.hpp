@@ -32,6 +32,8 @@ struct PackRead {
 // or one frame, never a whole pack.
 inline constexpr uint32_t kMaxReadBytes = 64u << 20;
 
+struct EndpointCounters;  // fs/net/endpoint.hpp
+
 class Transport {
  public:
   using ReplyFn = std::function<void(Result<std::vector<char>>)>;
@@ -61,6 +63,8 @@ class Transport {
   virtual Status Barrier(SteadyClock::time_point deadline) = 0;
   // Stops the threads; outstanding reads complete with an error. Idempotent.
   virtual void Stop() = 0;
+  // Messages and reads so far; null before Start().
+  virtual const EndpointCounters* counters() const = 0;
 };
 
 // Blocks until the read completes or its deadline passes.

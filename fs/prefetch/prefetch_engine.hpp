@@ -80,8 +80,8 @@ class PrefetchEngine final : public OpenObserver {
   void OnOpenEvent(uint32_t node);
   void OnListed(uint32_t first, uint32_t end) override;
 
-  // The "prefetch" section of stats.json (a JSON object; docs/fuse.md).
-  std::string StatsJson() const;
+  // The members of stats.json's "prefetch" section (docs/fuse.md).
+  void WriteStats(format::JsonWriter& w) const;
   prefetch::PlannerStats PlannerStats() const { return planner_->Stats(); }
   // Files held in RAM by the engine right now, and their bytes.
   // By manifest node: 1 for a file of the dataset (the opens the planner is told of).

@@ -29,17 +29,16 @@ Vfs::Vfs(std::shared_ptr<const format::Manifest> manifest, PayloadSource* source
                                     std::chrono::system_clock::now().time_since_epoch())
                                     .count();
             const double up = static_cast<double>(now - control_.start_ns()) / 1e9;
-            std::string json = StatsJson(*stats_, cache_->Snapshot(), up);
-            // Splice the extra sections in before the closing brace.
-            const size_t close = json.rfind('}');
-            if (close == std::string::npos || options_.stats_sections.empty()) return json;
-            std::string extra;
+            format::JsonWriter w(/*break_depth=*/2);
+            w.BeginObject();
+            WriteDataPathStats(w, *stats_, cache_->Snapshot(), up);
             for (const auto& [name, section] : options_.stats_sections) {
-              extra += ",\n  \"" + name + "\": " + section();
+              w.BeginObject(name);
+              section(w);
+              w.EndObject();
             }
-            size_t end = close;
-            while (end > 0 && (json[end - 1] == '\n' || json[end - 1] == ' ')) --end;
-            return json.substr(0, end) + extra + "\n" + json.substr(close);
+            w.EndObject();
+            return w.str() + "\n";
           },
           options_.config_text) {
   subdirs_.assign(manifest_->node_count(), 0);

@@ -59,8 +59,9 @@ struct VfsOptions {
   std::string config_text;       // content of /.clairfs/config
   bool decline_open = false;     // Config::no_open
   bool decline_opendir = false;  // Config::no_opendir
-  // More top-level sections of stats.json: name -> JSON value, called per snapshot.
-  std::vector<std::pair<std::string, std::function<std::string()>>> stats_sections;
+  // More top-level members of stats.json, each an object whose members the
+  // section writes, per snapshot (from a request thread: must be thread-safe).
+  std::vector<std::pair<std::string, StatsSection>> stats_sections;
   // Told of every dataset-file open (not owned; null = nobody). Only opens the
   // daemon answers are seen: set decline_open false when it matters, or have
   // an OpenWatcher report them and call DeclineOpens once it runs.

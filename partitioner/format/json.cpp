@@ -36,10 +36,29 @@ void AppendJsonString(std::string* out, std::string_view s) {
 void JsonWriter::Key(std::string_view key) {
   if (!first_.back()) out_ += ',';
   first_.back() = false;
+  // first_ holds one entry per open container plus the outermost level.
+  const size_t depth = first_.size() - 1;
+  if (depth > 0 && depth <= static_cast<size_t>(break_depth_)) {
+    out_ += '\n';
+    out_.append(2 * depth, ' ');
+  } else if (break_depth_ > 0 && out_.back() == ',') {
+    out_ += ' ';
+  }
   if (!key.empty()) {
     AppendJsonString(&out_, key);
-    out_ += ':';
+    out_ += break_depth_ > 0 ? ": " : ":";
   }
+}
+
+void JsonWriter::Close(char bracket) {
+  const bool empty = first_.back();
+  first_.pop_back();
+  const size_t depth = first_.size() - 1;
+  if (!empty && depth < static_cast<size_t>(break_depth_)) {
+    out_ += '\n';
+    out_.append(2 * depth, ' ');
+  }
+  out_ += bracket;
 }
 
 JsonWriter& JsonWriter::BeginObject(std::string_view key) {
@@ -50,8 +69,7 @@ JsonWriter& JsonWriter::BeginObject(std::string_view key) {
 }
 
 JsonWriter& JsonWriter::EndObject() {
-  out_ += '}';
-  first_.pop_back();
+  Close('}');
   return *this;
 }
 
@@ -63,8 +81,7 @@ JsonWriter& JsonWriter::BeginArray(std::string_view key) {
 }
 
 JsonWriter& JsonWriter::EndArray() {
-  out_ += ']';
-  first_.pop_back();
+  Close(']');
   return *this;
 }
 
@@ -77,7 +94,7 @@ JsonWriter& JsonWriter::String(std::string_view key, std::string_view value) {
 JsonWriter& JsonWriter::Number(std::string_view key, double value) {
   Key(key);
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", std::isfinite(value) ? value : 0.0);
+  std::snprintf(buf, sizeof buf, "%.10g", std::isfinite(value) ? value : 0.0);
   out_ += buf;
   return *this;
 }
@@ -91,6 +108,12 @@ JsonWriter& JsonWriter::Integer(std::string_view key, uint64_t value) {
 JsonWriter& JsonWriter::Bool(std::string_view key, bool value) {
   Key(key);
   out_ += value ? "true" : "false";
+  return *this;
+}
+
+JsonWriter& JsonWriter::Null(std::string_view key) {
+  Key(key);
+  out_ += "null";
   return *this;
 }
 

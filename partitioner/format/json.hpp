@@ -17,6 +17,10 @@ void AppendJsonString(std::string* out, std::string_view s);
 // handled here, so callers cannot produce malformed output by omission.
 class JsonWriter {
  public:
+  // 0: compact, on one line. Otherwise for people to read: members of
+  // containers nested at most `break_depth` deep start on a line of their
+  // own, indented, and the rest is spaced after ':' and ','.
+  explicit JsonWriter(int break_depth = 0) : break_depth_(break_depth) {}
   JsonWriter& BeginObject(std::string_view key = {});
   JsonWriter& EndObject();
   JsonWriter& BeginArray(std::string_view key = {});
@@ -25,10 +29,13 @@ class JsonWriter {
   JsonWriter& Number(std::string_view key, double value);
   JsonWriter& Integer(std::string_view key, uint64_t value);
   JsonWriter& Bool(std::string_view key, bool value);
+  JsonWriter& Null(std::string_view key);
   const std::string& str() const { return out_; }
 
  private:
   void Key(std::string_view key);
+  void Close(char bracket);
+  int break_depth_;
   std::string out_;
   std::vector<bool> first_{true};  // per open container: no element written yet
 };

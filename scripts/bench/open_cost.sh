@@ -92,4 +92,5 @@ for t, _ in tests:
     b = statistics.median(res[(t, "clairfs mount")])
     print("| %s | %.1f us | %.1f us | %+.1f us |" % (t, a, b, b - a))
 PY
-grep -o '"requests": {[^}]*}' "$W/mnt/.clairfs/stats.json" | sed 's/^/daemon /'
+python3 -c 'import json, sys; print("daemon requests:", json.dumps(json.load(open(sys.argv[1]))["requests"]))' \
+  "$W/mnt/.clairfs/stats.json"

@@ -175,7 +175,11 @@ TEST_CASE("with room for everything every predicted open is ready and pushed",
   CHECK(f.pusher.pushed.at(uint64_t{*n} + 1) == std::string(want.begin(), want.end()));
   const auto p = f.engine->PlannerStats();
   CHECK(p.deviations == 0);
-  CHECK(f.engine->StatsJson().find("\"ready\": 80") != std::string::npos);
+  format::JsonWriter w;
+  w.BeginObject();
+  f.engine->WriteStats(w);
+  w.EndObject();
+  CHECK(w.str().find("\"ready\":80,") != std::string::npos);
 }
 
 TEST_CASE("an inode the kernel does not know stays in RAM as the second tier",

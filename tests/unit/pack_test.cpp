@@ -166,3 +166,11 @@ TEST_CASE("JSON strings are always valid", "[json]") {
       .Number("r", 1.5).EndObject();
   CHECK(w.str() == "{\"n\":3,\"xs\":[\"a\",\"b\"],\"r\":1.5}");
 }
+
+TEST_CASE("JSON for people: members on their own lines down to a depth", "[json]") {
+  format::JsonWriter w(1);
+  w.BeginObject().Null("p").BeginObject("o").Integer("a", 1).Bool("b", true).EndObject()
+      .BeginArray("e").EndArray().Number("t", 12345.678).EndObject();
+  CHECK(w.str() == "{\n  \"p\": null,\n  \"o\": {\"a\": 1, \"b\": true},\n  \"e\": [],\n"
+                   "  \"t\": 12345.678\n}");
+}
