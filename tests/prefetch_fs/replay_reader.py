@@ -10,9 +10,12 @@ The order is the real thing: torchvision's ImageFolder over MNT_ROOT (its
 directory scan also shows the kernel every inode) and torch's
 DistributedSampler with set_epoch. Batch j of an epoch goes to worker thread
 j % W; batch j starts no earlier than interval * j after the epoch started (a
-fixed consumption rate). With --barrier DIR the ranks start together and
-keep one shared schedule (batch j of epoch e at T0 + (e * batches + j) *
-interval), as DDP's per-step allreduce keeps real ranks in step. With
+fixed consumption rate). With --barrier DIR the ranks start together, keep
+one shared schedule (batch j of epoch e at T0 + (e * batches + j) *
+interval) and stay in step as DDP's per-step allreduce keeps real ranks: a
+batch starts only once every rank has read all batches more than --lead
+before it (default workers x 2 + 1: each loader worker holds prefetch_factor
+2 batches), however slowly one rank is scheduled. With
 --stream-world/--stream-rank the reader follows that sampler rank's order
 instead of its own (several readers of one shared stream). Prints one JSON
 line; exit 1 on any wrong byte.
@@ -42,6 +45,7 @@ def main():
     ap.add_argument("--interval", type=float, default=0.02)
     ap.add_argument("--out")
     ap.add_argument("--barrier", help="directory shared by the --world ranks")
+    ap.add_argument("--lead", type=int, help="batches a rank may run ahead (with --barrier)")
     ap.add_argument("--stream-world", type=int, help="the sampler's num_replicas (default --world)")
     ap.add_argument("--stream-rank", type=int, help="the sampler rank to follow (default --rank)")
     a = ap.parse_args()
@@ -70,6 +74,40 @@ def main():
                 print("barrier: the other ranks never came", file=sys.stderr)
                 return 1
             time.sleep(0.01)
+    lead = a.workers * 2 + 1 if a.lead is None else a.lead
+    done_steps = set()
+    done_through = [0]  # steps (batches over all epochs) all read by this rank
+
+    def finished(step):
+        with lock:
+            done_steps.add(step)
+            moved = False
+            while done_through[0] in done_steps:
+                done_through[0] += 1
+                moved = True
+            if moved and a.barrier:
+                tmp = os.path.join(a.barrier, "done%d.tmp" % a.rank)
+                with open(tmp, "w") as f:
+                    f.write(str(done_through[0]))
+                os.rename(tmp, os.path.join(a.barrier, "done%d" % a.rank))
+
+    def wait_for_others(step):
+        if not a.barrier:
+            return
+        need = step - lead
+        while True:
+            slowest = None
+            for r in range(a.world):
+                try:
+                    with open(os.path.join(a.barrier, "done%d" % r)) as f:
+                        d = int(f.read())
+                except (FileNotFoundError, ValueError):
+                    d = 0
+                slowest = d if slowest is None else min(slowest, d)
+            if slowest >= need:
+                return
+            time.sleep(0.002)
+
     t_start = time.monotonic()
     for epoch in range(a.epochs):
         sampler.set_epoch(epoch)
@@ -79,20 +117,26 @@ def main():
 
         def worker(w):
             for j in range(w, len(batches), a.workers):
+                step = epoch * len(batches) + j
+                wait_for_others(step)
                 delay = t0 + j * a.interval - time.time()
                 if delay > 0:
                     time.sleep(delay)
                 for i in batches[j]:
                     path = dataset.samples[i][0]
-                    with open(path, "rb") as f:
-                        got = f.read()
                     rel = os.path.relpath(path, a.mnt)
+                    try:
+                        with open(path, "rb") as f:
+                            got = f.read()
+                    except OSError as e:  # counted as wrong; the other ranks go on
+                        got = e
                     with open(os.path.join(a.src, rel), "rb") as f:
                         want = f.read()
                     with lock:
                         opened[0] += 1
                         if got != want:
                             bad.append(rel)
+                finished(step)
 
         threads = [threading.Thread(target=worker, args=(w,)) for w in range(a.workers)]
         for t in threads:
