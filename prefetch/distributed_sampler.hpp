@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 #include "prefetch/sampler.hpp"
 #include "prefetch/torch_random.hpp"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 #include "prefetch/dataset_index.hpp"
 #include "prefetch/listing.hpp"
 

@@ -41,7 +41,7 @@
 #include <string_view>
 #include <vector>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 #include "prefetch/dataset_index.hpp"
 #include "prefetch/keras_listing.hpp"
 #include "prefetch/listing.hpp"

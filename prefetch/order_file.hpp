@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 #include "prefetch/sampler.hpp"
 
 namespace clairfs::prefetch {

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 #include "prefetch/dataset_index.hpp"
 #include "prefetch/order_file.hpp"
 #include "prefetch/sampler.hpp"

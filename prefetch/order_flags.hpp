@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 #include "prefetch/read_order.hpp"
 
 namespace clairfs::prefetch {

@@ -16,7 +16,7 @@
 #include <optional>
 #include <vector>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 #include "prefetch/sampler.hpp"
 #include "prefetch/torch_random.hpp"
 

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 #include "prefetch/dataset_index.hpp"
 #include "prefetch/distributed_sampler.hpp"
 #include "prefetch/image_folder.hpp"

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 #include "prefetch/sampler.hpp"
 
 namespace clairfs::prefetch {

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 
 namespace clairfs::prefetch {
 

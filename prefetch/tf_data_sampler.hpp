@@ -18,7 +18,7 @@
 #include <optional>
 #include <string>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 #include "prefetch/sampler.hpp"
 #include "prefetch/tf_seed.hpp"
 #include "prefetch/tf_shuffle.hpp"

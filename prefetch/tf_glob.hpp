@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 #include "prefetch/listing.hpp"
 
 namespace clairfs::prefetch {

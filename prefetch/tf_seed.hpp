@@ -26,7 +26,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 
 namespace clairfs::prefetch {
 

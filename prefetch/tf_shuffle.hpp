@@ -32,7 +32,7 @@
 #include <string_view>
 #include <vector>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 #include "prefetch/sampler.hpp"
 #include "prefetch/tf_seed.hpp"
 

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 #include "prefetch/mt19937.hpp"
 #include "prefetch/sampler.hpp"
 

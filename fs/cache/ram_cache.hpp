@@ -20,10 +20,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fs/base/status.hpp"
 #include "fs/cache/block.hpp"
 #include "fs/cache/cache_policy.hpp"
 #include "fs/core/stats.hpp"
-#include "partitioner/format/status.hpp"
 
 namespace clairfs::fs {
 

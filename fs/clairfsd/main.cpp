@@ -12,10 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "fs/base/json.hpp"
+#include "fs/base/log.hpp"
 #include "fs/cache/cache_policy.hpp"
 #include "fs/cache/ram_cache.hpp"
 #include "fs/core/config_loader.hpp"
-#include "fs/core/log.hpp"
 #include "fs/core/stats.hpp"
 #include "fs/dist/cluster.hpp"
 #include "fs/dist/path_template.hpp"
@@ -27,7 +28,6 @@
 #include "fs/store/pack_readahead.hpp"
 #include "fs/store/payload_source.hpp"
 #include "fs/vfs/vfs.hpp"
-#include "partitioner/format/json.hpp"
 #include "partitioner/format/manifest.hpp"
 
 namespace fs = clairfs::fs;
@@ -39,7 +39,7 @@ void LogLines(const std::string& prefix, const std::string& text) {
   while (pos < text.size()) {
     size_t nl = text.find('\n', pos);
     if (nl == std::string::npos) nl = text.size();
-    fs::Log(fs::LogLevel::kInfo, prefix + text.substr(pos, nl - pos));
+    clairfs::Log(clairfs::LogLevel::kInfo, prefix + text.substr(pos, nl - pos));
     pos = nl + 1;
   }
 }
@@ -84,11 +84,11 @@ int main(int argc, char** argv) {
                                                        : fs::Config{}.start_timeout_ms);
   auto joined = fs::Cluster::Join(&argc, &argv, init_wait);
   if (!joined.ok()) {
-    fs::Log(fs::LogLevel::kError, joined.status().ToString());
+    clairfs::Log(clairfs::LogLevel::kError, joined.status().ToString());
     return 1;
   }
   fs::Cluster& cluster = **joined;
-  if (cluster.size() > 1) fs::SetLogPrefix("clairfsd[" + std::to_string(cluster.rank()) + "]");
+  if (cluster.size() > 1) clairfs::SetLogPrefix("clairfsd[" + std::to_string(cluster.rank()) + "]");
 
   // Until every rank has passed the last start-up gate, a rank that fails
   // still takes part in each gate (Cluster::Agree), so the job stops as one.
@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
   }
   // A local problem found before the first gate: said here, agreed on, exit 2.
   auto refuse = [&](const clairfs::Status& st) {
-    fs::Log(fs::LogLevel::kError, st.message());
+    clairfs::Log(clairfs::LogLevel::kError, st.message());
     (void)cluster.Agree(st, start_wait);
     return 2;
   };
@@ -125,13 +125,13 @@ int main(int argc, char** argv) {
     clairfs::Status st = ExpandSetting(name, path, cluster);
     if (!st.ok()) return refuse(st);
   }
-  fs::SetLogLevel(config.log_level);
+  clairfs::SetLogLevel(config.log_level);
   const bool prefetch = config.prefetch_sampler != "none";
   if (prefetch && config.no_open) {
     // The prefetcher tracks the ranks from their opens: until an OpenWatcher
     // reports them (prefetch_opens: inotify), every OPEN must reach the daemon.
     config.no_open = false;
-    fs::Log(fs::LogLevel::kInfo,
+    clairfs::Log(clairfs::LogLevel::kInfo,
             "prefetch_sampler " + config.prefetch_sampler +
                 (config.prefetch_opens == "inotify"
                      ? ": opens reach the daemon until the inotify watches are in place"
@@ -157,12 +157,12 @@ int main(int argc, char** argv) {
     return refuse(st);
   }
   if (detached_stale) {
-    fs::Log(fs::LogLevel::kWarn, "mount point " + config.mount +
+    clairfs::Log(clairfs::LogLevel::kWarn, "mount point " + config.mount +
                                      ": detached the dead mount of an earlier clairfsd (its "
                                      "daemon was gone)");
   }
   if (clairfs::Status ready = cluster.Agree(clairfs::Status::Ok(), start_wait); !ready.ok()) {
-    fs::Log(fs::LogLevel::kError, ready.message());
+    clairfs::Log(clairfs::LogLevel::kError, ready.message());
     return 1;
   }
   fs::ClusterOptions copt;
@@ -175,18 +175,18 @@ int main(int argc, char** argv) {
   copt.start_timeout = start_wait;
   clairfs::Status started = cluster.Start(copt);
   if (!started.ok()) {
-    fs::Log(fs::LogLevel::kError, started.ToString());
+    clairfs::Log(clairfs::LogLevel::kError, started.ToString());
     (void)cluster.Agree(started, start_wait);
     return 1;
   }
   const auto manifest = cluster.manifest();
   const auto& m = *manifest;
   if (m.Lookup(0, fs::ControlFiles::kDirName)) {
-    fs::Log(fs::LogLevel::kWarn, std::string("the dataset has its own /") +
+    clairfs::Log(clairfs::LogLevel::kWarn, std::string("the dataset has its own /") +
                                      fs::ControlFiles::kDirName +
                                      "; the control directory hides it");
   }
-  fs::Log(fs::LogLevel::kInfo, "dataset: " + std::to_string(m.header().file_count) + " files, " +
+  clairfs::Log(clairfs::LogLevel::kInfo, "dataset: " + std::to_string(m.header().file_count) + " files, " +
                                    std::to_string(m.node_count() - m.header().file_count) +
                                    " directories, " + std::to_string(m.header().raw_bytes) +
                                    " bytes in " + std::to_string(m.partition_count()) +
@@ -194,7 +194,7 @@ int main(int argc, char** argv) {
                                    " bytes in RAM");
 
   fs::Stats stats;
-  fs::LocalPayloadSource source(manifest, cluster.store());
+  fs::PackPayloadSource source(manifest, cluster.store());
   fs::RamCache cache(config.ram_cache, std::make_unique<fs::LruPolicy>());
   fs::VfsOptions options;
   options.uid = static_cast<uint32_t>(::getuid());
@@ -202,7 +202,7 @@ int main(int argc, char** argv) {
   options.config_text = effective;
   options.decline_open = config.no_open;  // false when prefetching (see above)
   options.decline_opendir = config.no_opendir;
-  options.stats_sections.emplace_back("cluster", [&cluster](clairfs::format::JsonWriter& w) {
+  options.stats_sections.emplace_back("cluster", [&cluster](clairfs::JsonWriter& w) {
     cluster.WriteStats(w);
   });
   // Declared in this order so the engine (its threads) goes first, then the
@@ -237,17 +237,17 @@ int main(int argc, char** argv) {
     }
   }
   if (!prefetch_error.ok()) {
-    fs::Log(fs::LogLevel::kWarn, "prefetch: the settings do not fit the dataset, so nothing is "
+    clairfs::Log(clairfs::LogLevel::kWarn, "prefetch: the settings do not fit the dataset, so nothing is "
                                  "predicted and every file is read on demand: " +
                                      prefetch_error.ToString());
     options.stats_sections.emplace_back(
-        "prefetch", [reason = prefetch_error.ToString()](clairfs::format::JsonWriter& w) {
+        "prefetch", [reason = prefetch_error.ToString()](clairfs::JsonWriter& w) {
           w.Bool("enabled", false).String("reason", reason);
         });
   }
   if (planner) {
     if (job->missing_files > 0) {
-      fs::Log(fs::LogLevel::kWarn,
+      clairfs::Log(clairfs::LogLevel::kWarn,
               "prefetch: " + std::to_string(job->missing_files) + " of " +
                   std::to_string(job->order->dataset().size()) +
                   " predicted files are not in the dataset (first: " + job->first_missing +
@@ -256,7 +256,7 @@ int main(int argc, char** argv) {
     std::string ranks;
     for (uint64_t r : job->config.local_ranks)
       ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
-    fs::Log(fs::LogLevel::kInfo, "prefetch: " + config.prefetch_sampler + " over " +
+    clairfs::Log(clairfs::LogLevel::kInfo, "prefetch: " + config.prefetch_sampler + " over " +
                                      std::to_string(job->order->dataset().size()) +
                                      " files, node " + std::to_string(job->node) +
                                      (job->shared_stream ? ", local readers of one shared stream ["
@@ -274,9 +274,9 @@ int main(int argc, char** argv) {
                                                   manifest, &source, &cache, &stats, &pusher, eo);
     order = job->order;
     options.stats_sections.emplace_back(
-        "prefetch", [e = engine.get()](clairfs::format::JsonWriter& w) { e->WriteStats(w); });
+        "prefetch", [e = engine.get()](clairfs::JsonWriter& w) { e->WriteStats(w); });
     options.stats_sections.emplace_back("open_watcher", [&live_watcher](
-                                                            clairfs::format::JsonWriter& w) {
+                                                            clairfs::JsonWriter& w) {
       const fs::OpenWatcher* on = live_watcher.load();
       w.String("opens_seen_through", on ? "inotify" : "fuse")
           .Integer("watches", on ? on->watches() : 0)
@@ -289,7 +289,7 @@ int main(int argc, char** argv) {
   // The last gate: every rank is set up; from here each serves on its own.
   clairfs::Status ready = cluster.Agree(clairfs::Status::Ok(), start_wait);
   if (!ready.ok()) {
-    fs::Log(fs::LogLevel::kError, ready.message());
+    clairfs::Log(clairfs::LogLevel::kError, ready.message());
     return 1;
   }
   // Serving peers, staging and prefetching start once the mount is up (see
@@ -306,11 +306,11 @@ int main(int argc, char** argv) {
       auto w = fs::OpenWatcher::Start(config.mount, manifest, engine->in_dataset(),
                                       [e = engine.get()](uint32_t node) { e->OnOpenEvent(node); });
       if (!w.ok()) {
-        fs::Log(fs::LogLevel::kWarn, "prefetch: opens keep reaching the daemon (a round trip "
+        clairfs::Log(clairfs::LogLevel::kWarn, "prefetch: opens keep reaching the daemon (a round trip "
                                      "each): " + w.status().ToString());
         return;
       }
-      fs::Log(fs::LogLevel::kInfo, "prefetch: opens seen through inotify on " +
+      clairfs::Log(clairfs::LogLevel::kInfo, "prefetch: opens seen through inotify on " +
                                        std::to_string((*w)->watches()) +
                                        " directories; the mount declines opens");
       watcher = std::move(*w);
@@ -321,7 +321,7 @@ int main(int argc, char** argv) {
   clairfs::Status st = fs::ServeFuse(&vfs, config, &pusher, start, std::move(on_mounted));
   if (watcher) watcher->Stop();
   if (engine) engine->Stop();
-  if (!st.ok()) fs::Log(fs::LogLevel::kError, st.ToString());
+  if (!st.ok()) clairfs::Log(clairfs::LogLevel::kError, st.ToString());
   // Unmounted: wait for the other ranks, which may still read from this one.
   // Both steps are bounded (shutdown_wait_ms each), and SIGTERM is ignored
   // from the unmount on (ServeFuse), so a second one cannot cut them short.

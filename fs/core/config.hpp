@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "fs/core/log.hpp"
-#include "partitioner/format/status.hpp"
+#include "fs/base/log.hpp"
+#include "fs/base/status.hpp"
 
 namespace clairfs::fs {
 

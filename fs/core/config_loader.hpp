@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "fs/base/status.hpp"
 #include "fs/core/config.hpp"
-#include "partitioner/format/status.hpp"
 
 namespace clairfs::fs {
 

@@ -7,7 +7,7 @@ uint64_t Get(const std::atomic<uint64_t>& c) { return c.load(std::memory_order_r
 
 }  // namespace
 
-void WriteDataPathStats(format::JsonWriter& w, const Stats& s, const CacheStats& c,
+void WriteDataPathStats(clairfs::JsonWriter& w, const Stats& s, const CacheStats& c,
                         double uptime_s) {
   w.Number("uptime_s", uptime_s);
   w.BeginObject("served")

@@ -9,7 +9,7 @@
 #include <functional>
 #include <string>
 
-#include "partitioner/format/json.hpp"
+#include "fs/base/json.hpp"
 
 namespace clairfs::fs {
 
@@ -52,11 +52,11 @@ struct CacheStats {
 // stats.json is one JSON object (documented in docs/fuse.md): the data
 // path's members below, then one member per section a part of the daemon
 // contributes. A section writes its members into the object opened for it.
-using StatsSection = std::function<void(format::JsonWriter&)>;
+using StatsSection = std::function<void(clairfs::JsonWriter&)>;
 
 // The data path's members (uptime, served, local_pack, errors, ram_cache,
 // requests), written into the document's open top-level object.
-void WriteDataPathStats(format::JsonWriter& w, const Stats& stats, const CacheStats& cache,
+void WriteDataPathStats(clairfs::JsonWriter& w, const Stats& stats, const CacheStats& cache,
                         double uptime_s);
 
 }  // namespace clairfs::fs

@@ -7,7 +7,7 @@
 #include <atomic>
 #include <cstdio>
 
-#include "fs/core/log.hpp"
+#include "fs/base/log.hpp"
 #include "fs/dist/manifest_envelope.hpp"
 #include "fs/net/endpoint.hpp"
 #include "fs/net/mpi_transport.hpp"
@@ -122,7 +122,7 @@ Status Cluster::Serve() {
   return Status::Ok();
 }
 
-void Cluster::WriteStats(format::JsonWriter& w) const {
+void Cluster::WriteStats(clairfs::JsonWriter& w) const {
   w.Integer("rank", rank_)
       .Integer("ranks", size_)
       .Integer("failure_notices", g_failure_notices.load())

@@ -16,10 +16,10 @@
 #include <memory>
 #include <string>
 
+#include "fs/base/json.hpp"
 #include "fs/dist/distributed_pack_store.hpp"
 #include "fs/dist/stager.hpp"
 #include "fs/net/transport.hpp"
-#include "partitioner/format/json.hpp"
 #include "partitioner/format/manifest.hpp"
 
 namespace clairfs::fs {
@@ -66,7 +66,7 @@ class Cluster {
   PackStore* store() { return store_.get(); }
   // The members of stats.json's "cluster" section (docs/fuse.md): rank,
   // reads from peers and the dataset directory, the network, staging.
-  void WriteStats(format::JsonWriter& w) const;
+  void WriteStats(clairfs::JsonWriter& w) const;
   // After unmounting: waits (bounded) for every rank so none stops while a peer
   // still reads from it, then stops serving. Not OK if a peer never arrived.
   Status Shutdown(std::chrono::milliseconds wait);

@@ -10,7 +10,7 @@
 
 #include <vector>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 
 namespace clairfs::fs {
 

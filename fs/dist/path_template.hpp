@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 
 namespace clairfs::fs {
 

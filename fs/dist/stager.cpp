@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "fs/core/log.hpp"
+#include "fs/base/log.hpp"
 #include "fs/core/thread_name.hpp"
 #include "partitioner/format/checksum.hpp"
 #include "partitioner/format/pack_file.hpp"

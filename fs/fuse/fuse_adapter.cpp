@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "fs/core/log.hpp"
+#include "fs/base/log.hpp"
 #include "fs/fuse/fuse_ops.hpp"
 #include "fs/fuse/mount_tuning.hpp"
 

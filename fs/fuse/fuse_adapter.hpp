@@ -14,10 +14,10 @@
 
 #include <functional>
 
+#include "fs/base/status.hpp"
 #include "fs/core/config.hpp"
 #include "fs/fuse/fuse_page_cache_pusher.hpp"
 #include "fs/vfs/vfs.hpp"
-#include "partitioner/format/status.hpp"
 
 namespace clairfs::fs {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 
 namespace clairfs::fs {
 

@@ -16,7 +16,7 @@
 #include <functional>
 #include <vector>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 
 namespace clairfs::fs {
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "fs/core/log.hpp"
+#include "fs/base/log.hpp"
 #include "fs/core/thread_name.hpp"
 
 namespace clairfs::fs {

@@ -28,8 +28,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fs/base/status.hpp"
 #include "partitioner/format/manifest.hpp"
-#include "partitioner/format/status.hpp"
 
 namespace clairfs::fs {
 

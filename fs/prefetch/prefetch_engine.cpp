@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "fs/core/log.hpp"
+#include "fs/base/log.hpp"
 #include "fs/core/thread_name.hpp"
 
 namespace clairfs::fs {

@@ -81,7 +81,7 @@ class PrefetchEngine final : public OpenObserver {
   void OnListed(uint32_t first, uint32_t end) override;
 
   // The members of stats.json's "prefetch" section (docs/fuse.md).
-  void WriteStats(format::JsonWriter& w) const;
+  void WriteStats(clairfs::JsonWriter& w) const;
   prefetch::PlannerStats PlannerStats() const { return planner_->Stats(); }
   // Files held in RAM by the engine right now, and their bytes.
   // By manifest node: 1 for a file of the dataset (the opens the planner is told of).

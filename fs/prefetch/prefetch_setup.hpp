@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "fs/base/status.hpp"
 #include "fs/core/config.hpp"
 #include "partitioner/format/manifest.hpp"
-#include "partitioner/format/status.hpp"
 #include "prefetch/listing.hpp"
 #include "prefetch/planner/planner_config.hpp"
 #include "prefetch/read_order.hpp"

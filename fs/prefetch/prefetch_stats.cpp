@@ -8,7 +8,7 @@ uint64_t Get(const std::atomic<uint64_t>& a) { return a.load(std::memory_order_r
 
 }  // namespace
 
-void PrefetchEngine::WriteStats(format::JsonWriter& w) const {
+void PrefetchEngine::WriteStats(clairfs::JsonWriter& w) const {
   const prefetch::PlannerStats p = planner_->Stats();
   const Counters& c = counters_;
   w.String("sampler", options_.sampler).Bool("enabled", p.enabled).Bool("lost", p.lost);

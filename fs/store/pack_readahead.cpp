@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "fs/core/log.hpp"
+#include "fs/base/log.hpp"
 
 namespace clairfs::fs {
 

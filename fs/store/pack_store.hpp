@@ -8,8 +8,8 @@
 
 #include <cstdint>
 
+#include "fs/base/status.hpp"
 #include "partitioner/format/file_io.hpp"
-#include "partitioner/format/status.hpp"
 
 namespace clairfs::fs {
 

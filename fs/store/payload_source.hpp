@@ -1,18 +1,18 @@
 // PayloadSource: verified, decoded bytes of a dataset file, wherever its
 // payload lives. The cache above it never sees packs or peers.
 //
-// LocalPayloadSource reads the packs of a PackStore; the multi-node issue adds
-// a source that asks the partition's home rank and falls back to the shared
-// file system. Implementations are thread-safe.
+// PackPayloadSource decodes the stored bytes a PackStore returns, whichever
+// store that is (the dataset directory, or the node's staged copy, its peers
+// and then the dataset directory). Implementations are thread-safe.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 
+#include "fs/base/status.hpp"
 #include "fs/store/pack_store.hpp"
 #include "partitioner/format/manifest.hpp"
-#include "partitioner/format/status.hpp"
 
 namespace clairfs::fs {
 
@@ -26,10 +26,11 @@ class PayloadSource {
   virtual Result<size_t> Read(uint32_t node, uint64_t offset, size_t length, char* dst) = 0;
 };
 
-// Reads from the packs of `store` with one PayloadDecoder per thread.
-class LocalPayloadSource final : public PayloadSource {
+// Reads and verifies the stored bytes `store` returns, with one PayloadDecoder
+// per thread.
+class PackPayloadSource final : public PayloadSource {
  public:
-  LocalPayloadSource(std::shared_ptr<const format::Manifest> manifest, PackStore* store)
+  PackPayloadSource(std::shared_ptr<const format::Manifest> manifest, PackStore* store)
       : manifest_(std::move(manifest)), store_(store) {}
   Result<size_t> Read(uint32_t node, uint64_t offset, size_t length, char* dst) override;
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "fs/core/log.hpp"
+#include "fs/base/log.hpp"
 
 namespace clairfs::fs {
 

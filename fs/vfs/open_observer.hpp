@@ -19,8 +19,8 @@
 
 #include <cstdint>
 
+#include "fs/base/status.hpp"
 #include "fs/vfs/file_reader.hpp"
-#include "partitioner/format/status.hpp"
 
 namespace clairfs::fs {
 

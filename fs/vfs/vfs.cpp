@@ -29,7 +29,7 @@ Vfs::Vfs(std::shared_ptr<const format::Manifest> manifest, PayloadSource* source
                                     std::chrono::system_clock::now().time_since_epoch())
                                     .count();
             const double up = static_cast<double>(now - control_.start_ns()) / 1e9;
-            format::JsonWriter w(/*break_depth=*/2);
+            clairfs::JsonWriter w(/*break_depth=*/2);
             w.BeginObject();
             WriteDataPathStats(w, *stats_, cache_->Snapshot(), up);
             for (const auto& [name, section] : options_.stats_sections) {

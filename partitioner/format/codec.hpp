@@ -14,9 +14,9 @@
 
 #include <zstd.h>
 
+#include "fs/base/status.hpp"
 #include "partitioner/format/file_io.hpp"
 #include "partitioner/format/layout.hpp"
-#include "partitioner/format/status.hpp"
 
 namespace clairfs::format {
 

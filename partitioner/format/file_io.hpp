@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 
 namespace clairfs::format {
 

@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fs/base/status.hpp"
 #include "partitioner/format/layout.hpp"
-#include "partitioner/format/status.hpp"
 
 namespace clairfs::format {
 

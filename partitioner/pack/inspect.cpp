@@ -5,7 +5,7 @@
 #include <ctime>
 #include <vector>
 
-#include "partitioner/format/json.hpp"
+#include "fs/base/json.hpp"
 #include "partitioner/pack/progress.hpp"
 #include "partitioner/pack/scan.hpp"
 
@@ -71,7 +71,7 @@ std::string Json(const format::Manifest& m, const std::string& out, const Stats&
   const format::ManifestHeader& h = m.header();
   char id[24];
   std::snprintf(id, sizeof id, "%016lx", h.dataset_id);
-  format::JsonWriter w;
+  clairfs::JsonWriter w;
   w.BeginObject()
       .String("dataset", out)
       .Integer("format_version", h.version)

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 
 namespace clairfs::pack {
 

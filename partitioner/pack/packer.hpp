@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "fs/base/status.hpp"
 #include "partitioner/format/layout.hpp"
-#include "partitioner/format/status.hpp"
 #include "partitioner/pack/scan.hpp"
 
 namespace clairfs::pack {

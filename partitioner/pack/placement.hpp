@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 
 namespace clairfs::pack {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 
 namespace clairfs::pack {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 #include "partitioner/pack/scan.hpp"
 
 namespace clairfs::pack {

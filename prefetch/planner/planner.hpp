@@ -64,7 +64,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 #include "prefetch/planner/batch_stream.hpp"
 #include "prefetch/planner/clock.hpp"
 #include "prefetch/planner/future_stream.hpp"

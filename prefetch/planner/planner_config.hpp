@@ -15,7 +15,7 @@
 #include <optional>
 #include <vector>
 
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 #include "prefetch/sampler.hpp"
 
 namespace clairfs::prefetch {

@@ -58,7 +58,7 @@ struct Dataset {
 
 // Reads every file through `store` and counts mismatches.
 int Mismatches(const Dataset& d, PackStore* store) {
-  LocalPayloadSource source(d.manifest, store);
+  PackPayloadSource source(d.manifest, store);
   int bad = 0;
   for (const auto& [rel, data] : d.files) {
     const uint32_t node = *d.manifest->Resolve(rel);

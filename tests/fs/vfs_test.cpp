@@ -62,7 +62,7 @@ struct Fixture {
     REQUIRE(m.ok());
     manifest = *m;
     store = std::make_unique<MemoryPackStore>(dataset.packs);
-    source = std::make_unique<LocalPayloadSource>(manifest, store.get());
+    source = std::make_unique<PackPayloadSource>(manifest, store.get());
     cache = std::make_unique<RamCache>(cache_bytes, std::make_unique<LruPolicy>());
     VfsOptions o;
     o.uid = 1234;
@@ -77,7 +77,7 @@ struct Fixture {
   ft::Dataset dataset;
   std::shared_ptr<const format::Manifest> manifest;
   std::unique_ptr<MemoryPackStore> store;
-  std::unique_ptr<LocalPayloadSource> source;
+  std::unique_ptr<PackPayloadSource> source;
   std::unique_ptr<RamCache> cache;
   Stats stats;
   std::unique_ptr<Vfs> vfs;
@@ -316,7 +316,7 @@ TEST_CASE("the posix pack store opens packs lazily and names a missing one", "[v
   const uint64_t p0 = (*m)->partition(0).pack_bytes, p1 = (*m)->partition(1).pack_bytes;
   PackReadahead readahead(p0 + p1);  // room for partitions 0 and 1, not the broadcast pack
   PosixPackStore store(dir.path(), *m, &readahead);
-  LocalPayloadSource source(*m, &store);
+  PackPayloadSource source(*m, &store);
   auto node = (*m)->Resolve("docs/framed.dat");
   REQUIRE(node.ok());
   std::vector<char> buf(3000);

@@ -77,7 +77,7 @@ struct Fixture {
     REQUIRE(m.ok());
     manifest = *m;
     store = std::make_unique<MemoryPackStore>(dataset.packs);
-    source = std::make_unique<LocalPayloadSource>(manifest, store.get());
+    source = std::make_unique<PackPayloadSource>(manifest, store.get());
     cache = std::make_unique<RamCache>(1 << 20, std::make_unique<LruPolicy>());
     config = JobConfig(budget);
     auto j = BuildPrefetchJob(config, *manifest, 0, 1);
@@ -126,7 +126,7 @@ struct Fixture {
   ft::Dataset dataset;
   std::shared_ptr<const format::Manifest> manifest;
   std::unique_ptr<MemoryPackStore> store;
-  std::unique_ptr<LocalPayloadSource> source;
+  std::unique_ptr<PackPayloadSource> source;
   std::unique_ptr<RamCache> cache;
   Stats stats;
   Config config;
@@ -175,7 +175,7 @@ TEST_CASE("with room for everything every predicted open is ready and pushed",
   CHECK(f.pusher.pushed.at(uint64_t{*n} + 1) == std::string(want.begin(), want.end()));
   const auto p = f.engine->PlannerStats();
   CHECK(p.deviations == 0);
-  format::JsonWriter w;
+  clairfs::JsonWriter w;
   w.BeginObject();
   f.engine->WriteStats(w);
   w.EndObject();

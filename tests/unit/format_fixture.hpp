@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "fs/base/status.hpp"
 #include "partitioner/format/codec.hpp"
 #include "partitioner/format/layout.hpp"
 #include "partitioner/format/manifest.hpp"
-#include "partitioner/format/status.hpp"
 
 namespace clairfs::format::testing {
 

@@ -8,9 +8,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "fs/base/json.hpp"
 #include "partitioner/format/manifest.hpp"
 #include "partitioner/pack/args.hpp"
-#include "partitioner/format/json.hpp"
 #include "partitioner/pack/packer.hpp"
 #include "partitioner/pack/scan.hpp"
 
@@ -159,16 +159,16 @@ TEST_CASE("argument parsing", "[args]") {
 
 TEST_CASE("JSON strings are always valid", "[json]") {
   std::string s;
-  format::AppendJsonString(&s, "a\"b\\c\n\x01\xff" "é");
+  clairfs::AppendJsonString(&s, "a\"b\\c\n\x01\xff" "é");
   CHECK(s == "\"a\\\"b\\\\c\\u000a\\u0001\xef\xbf\xbd" "é\"");
-  format::JsonWriter w;
+  clairfs::JsonWriter w;
   w.BeginObject().Integer("n", 3).BeginArray("xs").String("", "a").String("", "b").EndArray()
       .Number("r", 1.5).EndObject();
   CHECK(w.str() == "{\"n\":3,\"xs\":[\"a\",\"b\"],\"r\":1.5}");
 }
 
 TEST_CASE("JSON for people: members on their own lines down to a depth", "[json]") {
-  format::JsonWriter w(1);
+  clairfs::JsonWriter w(1);
   w.BeginObject().Null("p").BeginObject("o").Integer("a", 1).Bool("b", true).EndObject()
       .BeginArray("e").EndArray().Number("t", 12345.678).EndObject();
   CHECK(w.str() == "{\n  \"p\": null,\n  \"o\": {\"a\": 1, \"b\": true},\n  \"e\": [],\n"

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "fs/base/status.hpp"
 #include "partitioner/format/file_io.hpp"
-#include "partitioner/format/status.hpp"
 #include "tests/unit/format_fixture.hpp"
 
 namespace clairfs::format {

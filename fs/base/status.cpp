@@ -1,4 +1,4 @@
-#include "partitioner/format/status.hpp"
+#include "fs/base/status.hpp"
 
 #include <cstring>
 

@@ -3,7 +3,7 @@
 
 namespace clairfs::fs {
 
-Result<size_t> LocalPayloadSource::Read(uint32_t node, uint64_t offset, size_t length, char* dst) {
+Result<size_t> PackPayloadSource::Read(uint32_t node, uint64_t offset, size_t length, char* dst) {
   // A decoder owns a zstd context and is single-thread: one per worker thread.
   thread_local format::PayloadDecoder decoder;
   const format::NodeRecord& r = manifest_->node(node);

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace clairfs::format {
+namespace clairfs {
 
 // Appends `s` as a JSON string literal. Bytes that are not valid UTF-8 become
 // U+FFFD, so the output is always valid JSON.
@@ -40,4 +40,4 @@ class JsonWriter {
   std::vector<bool> first_{true};  // per open container: no element written yet
 };
 
-}  // namespace clairfs::format
+}  // namespace clairfs

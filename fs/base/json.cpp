@@ -1,9 +1,9 @@
-#include "partitioner/format/json.hpp"
+#include "fs/base/json.hpp"
 
 #include <cmath>
 #include <cstdio>
 
-namespace clairfs::format {
+namespace clairfs {
 
 void AppendJsonString(std::string* out, std::string_view s) {
   out->push_back('"');
@@ -117,4 +117,4 @@ JsonWriter& JsonWriter::Null(std::string_view key) {
   return *this;
 }
 
-}  // namespace clairfs::format
+}  // namespace clairfs

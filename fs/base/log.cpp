@@ -1,10 +1,10 @@
-#include "fs/core/log.hpp"
+#include "fs/base/log.hpp"
 
 #include <unistd.h>
 
 #include <atomic>
 
-namespace clairfs::fs {
+namespace clairfs {
 namespace {
 
 std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
@@ -63,4 +63,4 @@ void Log(LogLevel level, const std::string& message) {
   (void)n;
 }
 
-}  // namespace clairfs::fs
+}  // namespace clairfs

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace clairfs::fs {
+namespace clairfs {
 
 enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
 
@@ -24,4 +24,4 @@ bool LogEnabled(LogLevel level);
 // Writes "<prefix>: <level>: <message>\n" when `level` is enabled.
 void Log(LogLevel level, const std::string& message);
 
-}  // namespace clairfs::fs
+}  // namespace clairfs
