@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -93,6 +94,64 @@ void MoveAutoUnmountSocket(const std::set<int>& before) {
   reserved_slot = -1;
 }
 
+// Stop signals of the single reading thread's loop (see ReadAndAnswer).
+fuse_session* g_stopping_session = nullptr;
+int g_stop_fd = -1;
+
+extern "C" void OnStopSignal(int sig) {
+  fuse_session_exit(g_stopping_session);  // sets a flag: async-signal-safe
+  const char byte = static_cast<char>(sig);
+  const ssize_t n = ::write(g_stop_fd, &byte, 1);  // the pipe is non-blocking
+  (void)n;
+}
+
+// fuse_threads 1: this thread reads each request and answers it, with no
+// hand-off (libfuse's multi-threaded loop reads in a worker while the main
+// thread waits). A stop must not be lost between looking for it and
+// blocking (fuse_session_loop can block in read() when the signal came just
+// before), so the thread sleeps in poll() on /dev/fuse and on a pipe that
+// SIGTERM, SIGINT and SIGHUP write to, and reads /dev/fuse only when a
+// request is there. Returns 0 once unmounted or stopped, -errno on a failure.
+int ReadAndAnswer(fuse_session* se) {
+  int stop_pipe[2];
+  if (::pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return -errno;
+  g_stopping_session = se;
+  g_stop_fd = stop_pipe[1];
+  struct sigaction on_stop = {};
+  on_stop.sa_handler = OnStopSignal;
+  sigemptyset(&on_stop.sa_mask);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &on_stop, nullptr);
+
+  pollfd fds[2] = {{fuse_session_fd(se), POLLIN, 0}, {stop_pipe[0], POLLIN, 0}};
+  fuse_buf buf = {};
+  int rc = 0;
+  while (!fuse_session_exited(se)) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      rc = -errno;
+      break;
+    }
+    if (fds[1].revents != 0) break;
+    const int got = fuse_session_receive_buf(se, &buf);
+    if (got == -EINTR || got == -EAGAIN) continue;
+    if (got <= 0) {  // 0: unmounted (libfuse turns ENODEV into 0)
+      rc = got;
+      break;
+    }
+    fuse_session_process_buf(se, &buf);
+  }
+  std::free(buf.mem);
+  // No handler may write to the pipe once it is closed (its number could be
+  // reused): from here the signals are ignored, as ServeFuse wants them.
+  struct sigaction ignore = {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &ignore, nullptr);
+  ::close(stop_pipe[0]);
+  ::close(stop_pipe[1]);
+  return rc;
+}
+
 }  // namespace
 
 void ReserveAutoUnmountSlot() {
@@ -170,7 +229,7 @@ Status ServeFuse(Vfs* vfs, const Config& config, FusePageCachePusher* pusher,
   fuse_loop_config* loop = fuse_loop_cfg_create();
   fuse_loop_cfg_set_clone_fd(loop, config.clone_fd ? 1 : 0);
   fuse_loop_cfg_set_max_threads(loop, config.fuse_threads);
-  const int rc = fuse_session_loop_mt(se, loop);
+  const int rc = config.fuse_threads == 1 ? ReadAndAnswer(se) : fuse_session_loop_mt(se, loop);
   // Stopping: READs still queued are dropped (the kernel fails them when the
   // device closes below); the ones being answered finish first, within
   // peer_timeout_ms, so no reply reaches a destroyed session.
