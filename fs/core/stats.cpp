@@ -47,6 +47,7 @@ void WriteDataPathStats(clairfs::JsonWriter& w, const Stats& s, const CacheStats
       .Integer("lookup", Get(s.lookups))
       .Integer("getattr", Get(s.getattrs))
       .Integer("readdir", Get(s.readdirs))
+      .Integer("opendir", Get(s.opendirs))
       .Integer("open", Get(s.opens))
       .Integer("read", Get(s.reads))
       .EndObject();

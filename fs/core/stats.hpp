@@ -29,7 +29,7 @@ struct Stats {
   std::atomic<uint64_t> corruption_errors{0}, io_errors{0};
   // Requests that reached the daemon: namespace traffic, and READs of
   // dataset files (whatever the kernel's page cache did not have).
-  std::atomic<uint64_t> lookups{0}, getattrs{0}, readdirs{0}, opens{0}, reads{0};
+  std::atomic<uint64_t> lookups{0}, getattrs{0}, readdirs{0}, opendirs{0}, opens{0}, reads{0};
 
   static void Add(std::atomic<uint64_t>& c, uint64_t v) {
     c.fetch_add(v, std::memory_order_relaxed);

@@ -46,6 +46,7 @@ void Stager::Start() {
   std::filesystem::create_directories(local_dir_, ec);
   const unsigned n = static_cast<unsigned>(std::min<size_t>(threads_, std::max<size_t>(partitions_.size(), 1)));
   running_ = n;
+  progress_.threads = n;
   for (unsigned i = 0; i < n; ++i) {
     workers_.emplace_back([this] {
       NameThread("clairfs-stage");

@@ -28,6 +28,7 @@ namespace clairfs::fs {
 struct StagingProgress {
   std::atomic<uint64_t> packs_total{0}, packs_done{0}, packs_reused{0}, packs_failed{0};
   std::atomic<uint64_t> bytes_total{0}, bytes_copied{0}, bytes_verified{0};
+  std::atomic<uint64_t> threads{0};  // copying threads started
   std::atomic<bool> finished{false};
   std::atomic<double> seconds{0};
 };

@@ -12,6 +12,17 @@ void PrefetchEngine::WriteStats(clairfs::JsonWriter& w) const {
   const prefetch::PlannerStats p = planner_->Stats();
   const Counters& c = counters_;
   w.String("sampler", options_.sampler).Bool("enabled", p.enabled).Bool("lost", p.lost);
+  const prefetch::PlannerConfig& job = planner_->config();
+  w.BeginObject("job")
+      .Integer("start_epoch", job.start_epoch)
+      .Integer("end_epoch", job.end_epoch)
+      .Integer("batch_size", job.batch_size)
+      .Integer("num_workers", job.num_workers)
+      .Integer("prefetch_factor", job.prefetch_factor)
+      .Integer("read_window", job.read_window)
+      .Integer("fetch_threads", options_.threads)
+      .Integer("open_wait_ms", static_cast<uint64_t>(options_.open_wait.count()))
+      .EndObject();
   w.BeginArray("ranks");
   for (const prefetch::RankPosition& r : planner_->Positions()) {
     w.BeginObject()

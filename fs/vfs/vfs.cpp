@@ -111,6 +111,7 @@ Result<Attr> Vfs::GetAttr(uint64_t ino) {
 
 Result<OpenReply> Vfs::OpenDir(uint64_t ino) {
   CLAIRFS_RETURN_IF_ERROR(CheckDir(ino));
+  Stats::Add(stats_->opendirs, 1);
   OpenReply reply;
   reply.decline = options_.decline_opendir;
   return reply;

@@ -149,6 +149,7 @@ class Planner {
   PlannerStats Stats() const;
   std::vector<RankPosition> Positions() const;
   const PlannerShape& shape() const { return shape_; }
+  const PlannerConfig& config() const { return config_; }
   // Whether the planner runs in batch mode (fixed at Create).
   bool batch_mode() const { return batches_ != nullptr; }
 
