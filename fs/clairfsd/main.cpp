@@ -59,6 +59,23 @@ clairfs::Status ExpandSetting(const char* name, std::string* path, const fs::Clu
   return clairfs::Status::Ok();
 }
 
+fs::FuseOptions FuseOptionsFrom(const fs::Config& c) {
+  fs::FuseOptions o;
+  o.mount = c.mount;
+  o.dataset = c.dataset;
+  o.allow_other = c.allow_other;
+  o.fuse_threads = c.fuse_threads;
+  o.threads = c.threads;
+  o.clone_fd = c.clone_fd;
+  o.entry_timeout = c.entry_timeout;
+  o.attr_timeout = c.attr_timeout;
+  o.negative_timeout = c.negative_timeout;
+  o.no_open = c.no_open;
+  o.no_opendir = c.no_opendir;
+  o.read_ahead = c.read_ahead;
+  return o;
+}
+
 void PrintConfigErrors(const std::string& msg) {
   std::fprintf(stderr, "clairfsd: configuration errors:\n");
   size_t pos = 0;
@@ -318,7 +335,8 @@ int main(int argc, char** argv) {
       vfs.DeclineOpens();
     };
   }
-  clairfs::Status st = fs::ServeFuse(&vfs, config, &pusher, start, std::move(on_mounted));
+  clairfs::Status st = fs::ServeFuse(&vfs, FuseOptionsFrom(config), &pusher, start,
+                                     std::move(on_mounted));
   if (watcher) watcher->Stop();
   if (engine) engine->Stop();
   if (!st.ok()) clairfs::Log(clairfs::LogLevel::kError, st.ToString());

@@ -24,7 +24,7 @@
 namespace clairfs::fs {
 namespace {
 
-std::string MountOptions(const Config& c) {
+std::string MountOptions(const FuseOptions& c) {
   std::string fsname = "clairfs:" + c.dataset;
   for (char& ch : fsname) {
     if (ch == ',' || ch == '\\') ch = '_';  // option separators
@@ -158,11 +158,11 @@ void ReserveAutoUnmountSlot() {
   if (reserved_slot < 0) reserved_slot = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
-Status ServeFuse(Vfs* vfs, const Config& config, FusePageCachePusher* pusher,
+Status ServeFuse(Vfs* vfs, const FuseOptions& options, FusePageCachePusher* pusher,
                  std::function<Status()> start, std::function<void()> on_mounted) {
-  Session session{vfs, config, {}};
+  Session session{vfs, options, {}};
   const fuse_lowlevel_ops ops = MakeOps();
-  const std::string opts = MountOptions(config);
+  const std::string opts = MountOptions(options);
   char arg0[] = "clairfsd", arg1[] = "-o";
   std::vector<char> arg2(opts.begin(), opts.end());
   arg2.push_back('\0');
@@ -180,10 +180,10 @@ Status ServeFuse(Vfs* vfs, const Config& config, FusePageCachePusher* pusher,
     return Status::IOError("cannot install signal handlers");
   }
   const std::set<int> sockets_before = OwnSocketPairEnds();
-  if (fuse_session_mount(se, config.mount.c_str()) != 0) {
+  if (fuse_session_mount(se, options.mount.c_str()) != 0) {
     fuse_remove_signal_handlers(se);
     fuse_session_destroy(se);
-    return Status::IOError("cannot mount at " + config.mount +
+    return Status::IOError("cannot mount at " + options.mount +
                            " (is /dev/fuse usable, fusermount3 installed, the directory empty?)");
   }
   MoveAutoUnmountSocket(sockets_before);
@@ -196,22 +196,22 @@ Status ServeFuse(Vfs* vfs, const Config& config, FusePageCachePusher* pusher,
       return started;
     }
   }
-  Log(LogLevel::kInfo, "mounted " + config.dataset + " at " + config.mount);
+  Log(LogLevel::kInfo, "mounted " + options.dataset + " at " + options.mount);
   if (pusher != nullptr) pusher->Attach(se);
   // The kernel clamps read-ahead to 128 KiB when it processes the INIT reply,
   // so the larger window is set once that has happened (and checked).
   std::jthread tuner;
-  if (config.read_ahead != 0) {
-    tuner = std::jthread([&session, &config](std::stop_token stop) {
+  if (options.read_ahead != 0) {
+    tuner = std::jthread([&session, &options](std::stop_token stop) {
       Status last = Status::Ok();
       for (int attempt = 0; attempt < 100 && !stop.stop_requested(); ++attempt) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         if (!session.initialized.load()) continue;
-        last = SetMountReadAhead(config.mount, config.read_ahead);
+        last = SetMountReadAhead(options.mount, options.read_ahead);
         if (!last.ok()) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        if (MountReadAhead(config.mount) == config.read_ahead) {
-          Log(LogLevel::kDebug, "read_ahead set to " + std::to_string(config.read_ahead));
+        if (MountReadAhead(options.mount) == options.read_ahead) {
+          Log(LogLevel::kDebug, "read_ahead set to " + std::to_string(options.read_ahead));
           return;
         }
       }
@@ -224,12 +224,12 @@ Status ServeFuse(Vfs* vfs, const Config& config, FusePageCachePusher* pusher,
   // Requests are answered by the threads reading them; READs that must wait
   // go to `waiting` (its queue bound is back-pressure: past it, the reading
   // thread answers the READ itself).
-  WorkPool waiting("clairfs-read", config.threads, 256);
+  WorkPool waiting("clairfs-read", options.threads, 256);
   session.waiting_reads = &waiting;
   fuse_loop_config* loop = fuse_loop_cfg_create();
-  fuse_loop_cfg_set_clone_fd(loop, config.clone_fd ? 1 : 0);
-  fuse_loop_cfg_set_max_threads(loop, config.fuse_threads);
-  const int rc = config.fuse_threads == 1 ? ReadAndAnswer(se) : fuse_session_loop_mt(se, loop);
+  fuse_loop_cfg_set_clone_fd(loop, options.clone_fd ? 1 : 0);
+  fuse_loop_cfg_set_max_threads(loop, options.fuse_threads);
+  const int rc = options.fuse_threads == 1 ? ReadAndAnswer(se) : fuse_session_loop_mt(se, loop);
   // Stopping: READs still queued are dropped (the kernel fails them when the
   // device closes below); the ones being answered finish first, within
   // peer_timeout_ms, so no reply reaches a destroyed session.
@@ -253,7 +253,7 @@ Status ServeFuse(Vfs* vfs, const Config& config, FusePageCachePusher* pusher,
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);  // closes the device: a call of the hook still waiting fails
   if (hook.joinable()) hook.join();
-  Log(LogLevel::kInfo, "unmounted " + config.mount);
+  Log(LogLevel::kInfo, "unmounted " + options.mount);
   if (rc < 0) return Status::FromErrno(-rc, "FUSE session loop");
   return Status::Ok();
 }

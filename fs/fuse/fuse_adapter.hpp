@@ -14,15 +14,30 @@
 
 #include <functional>
 
+#include <cstdint>
+#include <string>
+
 #include "fs/base/status.hpp"
-#include "fs/core/config.hpp"
 #include "fs/fuse/fuse_page_cache_pusher.hpp"
 #include "fs/vfs/vfs.hpp"
 
 namespace clairfs::fs {
 
-// Mounts `vfs` at config.mount and serves it with up to config.threads
-// workers until SIGINT, SIGTERM or SIGHUP, or until someone unmounts it; then
+// What the FUSE adapter runs with (clairfsd's assembly fills it from the
+// config keys of the same names; docs/fuse.md).
+struct FuseOptions {
+  std::string mount;    // where to mount
+  std::string dataset;  // shown as the mount's source (fsname)
+  bool allow_other = false;
+  uint32_t fuse_threads = 1;  // threads reading /dev/fuse
+  uint32_t threads = 10;      // threads answering READs that wait
+  bool clone_fd = true;
+  double entry_timeout = 31536000, attr_timeout = 31536000, negative_timeout = 31536000;
+  bool no_open = true, no_opendir = false;
+  uint64_t read_ahead = uint64_t{1} << 20;  // 0 = the kernel's default
+};
+
+// Mounts `vfs` at options.mount and serves it until SIGINT, SIGTERM or SIGHUP, or until someone unmounts it; then
 // unmounts. Returns an error when the session cannot be set up or mounted.
 // Blocks; call once per process (it installs signal handlers). `pusher`
 // (optional) is attached to the session while it is mounted. `start`
@@ -42,7 +57,7 @@ namespace clairfs::fs {
 // after every /dev/fuse descriptor (fuse_adapter.cpp says why).
 void ReserveAutoUnmountSlot();
 
-Status ServeFuse(Vfs* vfs, const Config& config, FusePageCachePusher* pusher = nullptr,
+Status ServeFuse(Vfs* vfs, const FuseOptions& options, FusePageCachePusher* pusher = nullptr,
                  std::function<Status()> start = {}, std::function<void()> on_mounted = {});
 
 }  // namespace clairfs::fs

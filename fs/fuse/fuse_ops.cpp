@@ -37,8 +37,8 @@ fuse_entry_param Entry(const Session& s, const Attr& a) {
   e.ino = a.ino;
   e.generation = 1;
   FillStat(a, &e.attr);
-  e.attr_timeout = a.cacheable ? s.config.attr_timeout : 0;
-  e.entry_timeout = a.cacheable ? s.config.entry_timeout : 0;
+  e.attr_timeout = a.cacheable ? s.options.attr_timeout : 0;
+  e.entry_timeout = a.cacheable ? s.options.entry_timeout : 0;
   return e;
 }
 
@@ -52,8 +52,8 @@ void Init(void* userdata, fuse_conn_info* conn) {
   want(FUSE_CAP_PARALLEL_DIROPS);
   want(FUSE_CAP_ASYNC_READ);
   want(FUSE_CAP_AUTO_INVAL_DATA);  // a changed mtime drops cached pages (control files)
-  if (s.config.no_open) want(FUSE_CAP_NO_OPEN_SUPPORT);
-  if (s.config.no_opendir) want(FUSE_CAP_NO_OPENDIR_SUPPORT);
+  if (s.options.no_open) want(FUSE_CAP_NO_OPEN_SUPPORT);
+  if (s.options.no_opendir) want(FUSE_CAP_NO_OPENDIR_SUPPORT);
   conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
   conn->time_gran = 1;
   s.initialized.store(true);
@@ -68,7 +68,7 @@ void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   } else if (r.status().IsNotFound()) {
     fuse_entry_param e;  // ino 0: a negative entry the kernel may keep
     std::memset(&e, 0, sizeof e);
-    e.entry_timeout = s.config.negative_timeout;
+    e.entry_timeout = s.options.negative_timeout;
     fuse_reply_entry(req, &e);
   } else {
     fuse_reply_err(req, r.status().err());
@@ -87,7 +87,7 @@ void GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
   }
   struct stat st;
   FillStat(*r, &st);
-  fuse_reply_attr(req, &st, r->cacheable ? s.config.attr_timeout : 0);
+  fuse_reply_attr(req, &st, r->cacheable ? s.options.attr_timeout : 0);
 }
 
 void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {

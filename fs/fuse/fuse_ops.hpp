@@ -10,16 +10,16 @@
 
 #include <atomic>
 
-#include "fs/core/config.hpp"
+#include "fs/fuse/fuse_adapter.hpp"
 #include "fs/core/work_pool.hpp"
 #include "fs/vfs/vfs.hpp"
 
 namespace clairfs::fs {
 
-// Shared by every thread: vfs and config are read-only after start.
+// Shared by every thread: vfs and options are read-only after start.
 struct Session {
   Vfs* vfs;
-  Config config;
+  FuseOptions options;
   // Where READs that must wait go (null: answered where they were read).
   WorkPool* waiting_reads = nullptr;
   std::atomic<bool> initialized{false};  // set by Init, read by the read-ahead tuner
