@@ -1,6 +1,6 @@
 // The sampler settings as options - clairfs-order's command line, and the
 // daemon's prefetch_<option> keys turned into the same options
-// (fs/prefetch/prefetch_setup.cpp) - parsed into an OrderSpec plus the tool's
+// (fs/clairfsd/prefetch_setup.cpp) - parsed into an OrderSpec plus the tool's
 // output choices. One parser, so both accept exactly the same samplers and
 // values. The tf.data and Keras options live in order_flags_tf / _keras.
 //

@@ -24,7 +24,7 @@
 #include "fs/fuse/mount_tuning.hpp"
 #include "fs/prefetch/open_watcher.hpp"
 #include "fs/prefetch/prefetch_engine.hpp"
-#include "fs/prefetch/prefetch_setup.hpp"
+#include "fs/clairfsd/prefetch_setup.hpp"
 #include "fs/store/pack_readahead.hpp"
 #include "fs/store/payload_source.hpp"
 #include "fs/vfs/vfs.hpp"

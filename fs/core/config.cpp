@@ -273,7 +273,7 @@ Status SetConfigValue(Config* config, std::string_view key, std::string_view val
     return Status::Ok();
   }
   // Any other prefetch_ key is one of the sampler's own settings, checked
-  // with prefetch_sampler by the order parser (fs/prefetch/prefetch_setup).
+  // with prefetch_sampler by the order parser (fs/clairfsd/prefetch_setup).
   if (key.size() > 9 && key.substr(0, 9) == "prefetch_" && PlainName(key.substr(9))) {
     const std::string name(key.substr(9));
     for (auto& [k, v] : config->prefetch_settings) {

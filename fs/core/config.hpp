@@ -89,7 +89,7 @@ struct Config {
   // are clairfs-order's options under another spelling - prefetch_seed is
   // --seed, prefetch_keras_version --keras-version, a switch is true/false
   // (prefetch_drop_last: true, prefetch_shuffle: false for --no-shuffle) - and
-  // are checked by the same parser (fs/prefetch/prefetch_setup.hpp), which
+  // are checked by the same parser (fs/clairfsd/prefetch_setup.hpp), which
   // knows which apply to prefetch_sampler.
   std::vector<std::pair<std::string, std::string>> prefetch_settings;
   uint64_t prefetch_budget = 0;                 // bytes the prefetcher may hold; 0 = ram_cache

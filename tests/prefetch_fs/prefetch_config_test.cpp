@@ -6,7 +6,7 @@
 
 #include "fs/core/config.hpp"
 #include "fs/core/config_loader.hpp"
-#include "fs/prefetch/prefetch_setup.hpp"
+#include "fs/clairfsd/prefetch_setup.hpp"
 #include "prefetch/read_order.hpp"
 #include "prefetch/order_flags.hpp"
 

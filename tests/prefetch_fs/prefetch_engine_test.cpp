@@ -14,7 +14,7 @@
 
 #include "fs/cache/cache_policy.hpp"
 #include "fs/prefetch/open_watcher.hpp"
-#include "fs/prefetch/prefetch_setup.hpp"
+#include "fs/clairfsd/prefetch_setup.hpp"
 #include "fs/store/memory_pack_store.hpp"
 #include "fs/vfs/vfs.hpp"
 #include "tests/unit/format_fixture.hpp"

@@ -1,4 +1,4 @@
-#include "fs/prefetch/prefetch_setup.hpp"
+#include "fs/clairfsd/prefetch_setup.hpp"
 
 #include <cctype>
 #include <string>
