@@ -65,6 +65,7 @@ fs::FuseOptions FuseOptionsFrom(const fs::Config& c) {
   o.dataset = c.dataset;
   o.allow_other = c.allow_other;
   o.fuse_threads = c.fuse_threads;
+  o.spin_us = c.fuse_spin_us;
   o.threads = c.threads;
   o.clone_fd = c.clone_fd;
   o.entry_timeout = c.entry_timeout;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -99,10 +100,12 @@ fuse_session* g_stopping_session = nullptr;
 int g_stop_fd = -1;
 
 extern "C" void OnStopSignal(int sig) {
+  const int saved_errno = errno;  // the interrupted code may be reading it
   fuse_session_exit(g_stopping_session);  // sets a flag: async-signal-safe
   const char byte = static_cast<char>(sig);
   const ssize_t n = ::write(g_stop_fd, &byte, 1);  // the pipe is non-blocking
   (void)n;
+  errno = saved_errno;
 }
 
 // fuse_threads 1: this thread reads each request and answers it, with no
@@ -111,8 +114,12 @@ extern "C" void OnStopSignal(int sig) {
 // blocking (fuse_session_loop can block in read() when the signal came just
 // before), so the thread sleeps in poll() on /dev/fuse and on a pipe that
 // SIGTERM, SIGINT and SIGHUP write to, and reads /dev/fuse only when a
-// request is there. Returns 0 once unmounted or stopped, -errno on a failure.
-int ReadAndAnswer(fuse_session* se) {
+// request is there. With `spin`, it looks for the next request that long
+// (poll with no timeout, again and again) before it sleeps: a request that
+// finds it awake is answered without waking a sleeping CPU, which here cost
+// more than the rest of the round trip (docs/benchmarks.md). Returns 0 once
+// unmounted or stopped, -errno on a failure.
+int ReadAndAnswer(fuse_session* se, std::chrono::microseconds spin) {
   int stop_pipe[2];
   if (::pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return -errno;
   g_stopping_session = se;
@@ -126,6 +133,11 @@ int ReadAndAnswer(fuse_session* se) {
   fuse_buf buf = {};
   int rc = 0;
   while (!fuse_session_exited(se)) {
+    if (spin.count() > 0) {  // look again and again before sleeping
+      const auto until = std::chrono::steady_clock::now() + spin;
+      while (::poll(fds, 2, 0) == 0 && std::chrono::steady_clock::now() < until) {
+      }
+    }
     if (::poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
       rc = -errno;
@@ -229,7 +241,9 @@ Status ServeFuse(Vfs* vfs, const FuseOptions& options, FusePageCachePusher* push
   fuse_loop_config* loop = fuse_loop_cfg_create();
   fuse_loop_cfg_set_clone_fd(loop, options.clone_fd ? 1 : 0);
   fuse_loop_cfg_set_max_threads(loop, options.fuse_threads);
-  const int rc = options.fuse_threads == 1 ? ReadAndAnswer(se) : fuse_session_loop_mt(se, loop);
+  const int rc = options.fuse_threads == 1
+                     ? ReadAndAnswer(se, std::chrono::microseconds(options.spin_us))
+                     : fuse_session_loop_mt(se, loop);
   // Stopping: READs still queued are dropped (the kernel fails them when the
   // device closes below); the ones being answered finish first, within
   // peer_timeout_ms, so no reply reaches a destroyed session.

@@ -29,6 +29,14 @@ st() {  # st EXPR [MNT]: a value from stats.json (d = the document)
     "${2:-$MNT}" "$1"
 }
 named() { grep -lx "$2" /proc/"$1"/task/*/comm 2>/dev/null | wc -l; }  # named PID NAME: its threads so named
+cpu_ticks() { awk '{ print $14 + $15 }' /proc/"$1"/stat; }  # user + system time
+# spin_cost: the daemon's CPU ticks over 10 lookups of missing names 150 ms apart.
+spin_cost() {
+  local t0 i
+  t0=$(cpu_ticks $DAEMON_PID)
+  for i in $(seq 1 10); do stat "$MNT/spin-$i" >/dev/null 2>&1 || true; sleep 0.15; done
+  echo $(($(cpu_ticks $DAEMON_PID) - t0))
+}
 fuse_fds() { ls -l /proc/"$1"/fd 2>/dev/null | grep -c ' -> /dev/fuse$'; }
 expect() {  # expect KEY WHAT GOT WANT
   [[ $3 == "$4" ]] || { cat "$LOG"; fail "$1: $2 is $3, want $4"; }
@@ -60,6 +68,7 @@ start base
 diff -r "$WORK/src" "$MNT" >/dev/null || fail "the mount differs from the dataset"
 ok dataset "the mount shows the dataset directory's files (diff -r)"
 ok mount "the mount appears where asked"
+base_spin=$(spin_cost)
 traffic 0
 base_traffic="$LOOKUPS $GETATTRS $MISSES $OPENDIRS $OPENS"
 base_pid=$DAEMON_PID
@@ -102,9 +111,12 @@ ok allow_other "the mount has allow_other"
 grep -q ": debug: " "$LOG" || fail "log_level debug: no debug lines"
 stop
 
-start quiet --log-level error
+start quiet --log-level error --fuse-spin-us 100000
 cat "$MNT/${FILES[2]}" >/dev/null
+spun=$(spin_cost)
 stop
+((spun >= 20 && base_spin <= 10)) || fail "fuse_spin_us 100000: $spun CPU ticks over 10 lookups ($base_spin by default)"
+ok fuse_spin_us "100000: the reading thread spun after each request ($spun CPU ticks over 10 lookups; $base_spin by default)"
 grep -q "^clairfsd: mounted " "$LOG" && fail "log_level error: info lines logged"
 grep -q ": debug: " "$LOG" && fail "log_level error: debug lines logged"
 ok log_level "debug lines at debug, none at the default, not even info lines at error"
