@@ -95,16 +95,23 @@ void MoveAutoUnmountSocket(const std::set<int>& before) {
   reserved_slot = -1;
 }
 
-// Stop signals of the single reading thread's loop (see ReadAndAnswer).
-fuse_session* g_stopping_session = nullptr;
-int g_stop_fd = -1;
+// Stop signals of the single reading thread's loop (see ReadAndAnswer). The
+// handler may run on any thread (MPI's own threads included), so what it
+// reads is atomic (lock-free: safe in a handler).
+std::atomic<fuse_session*> g_stopping_session{nullptr};
+std::atomic<int> g_stop_fd{-1};
 
 extern "C" void OnStopSignal(int sig) {
   const int saved_errno = errno;  // the interrupted code may be reading it
-  fuse_session_exit(g_stopping_session);  // sets a flag: async-signal-safe
-  const char byte = static_cast<char>(sig);
-  const ssize_t n = ::write(g_stop_fd, &byte, 1);  // the pipe is non-blocking
-  (void)n;
+  if (fuse_session* se = g_stopping_session.load(std::memory_order_acquire)) {
+    fuse_session_exit(se);  // sets a flag: async-signal-safe
+  }
+  const int fd = g_stop_fd.load(std::memory_order_acquire);
+  if (fd >= 0) {
+    const char byte = static_cast<char>(sig);
+    const ssize_t n = ::write(fd, &byte, 1);  // the pipe is non-blocking
+    (void)n;
+  }
   errno = saved_errno;
 }
 
@@ -120,10 +127,13 @@ extern "C" void OnStopSignal(int sig) {
 // more than the rest of the round trip (docs/benchmarks.md). Returns 0 once
 // unmounted or stopped, -errno on a failure.
 int ReadAndAnswer(fuse_session* se, std::chrono::microseconds spin) {
-  int stop_pipe[2];
-  if (::pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return -errno;
-  g_stopping_session = se;
-  g_stop_fd = stop_pipe[1];
+  // The pipe is never closed: a handler already running on another thread
+  // when the loop ends may still write to it, and a closed number could by
+  // then belong to a file that byte would land in. One per process.
+  static int stop_pipe[2] = {-1, -1};
+  if (stop_pipe[0] < 0 && ::pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return -errno;
+  g_stop_fd.store(stop_pipe[1], std::memory_order_release);
+  g_stopping_session.store(se, std::memory_order_release);
   struct sigaction on_stop = {};
   on_stop.sa_handler = OnStopSignal;
   sigemptyset(&on_stop.sa_mask);
@@ -153,14 +163,13 @@ int ReadAndAnswer(fuse_session* se, std::chrono::microseconds spin) {
     fuse_session_process_buf(se, &buf);
   }
   std::free(buf.mem);
-  // No handler may write to the pipe once it is closed (its number could be
-  // reused): from here the signals are ignored, as ServeFuse wants them.
+  // From here the signals are ignored, as ServeFuse wants them, and the
+  // session (destroyed soon) is no longer the handler's.
   struct sigaction ignore = {};
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &ignore, nullptr);
-  ::close(stop_pipe[0]);
-  ::close(stop_pipe[1]);
+  g_stopping_session.store(nullptr, std::memory_order_release);
   return rc;
 }
 
