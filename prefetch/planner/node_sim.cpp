@@ -43,16 +43,25 @@ void NodeSim::RunEpoch(const std::vector<std::vector<FileId>>& per_rank) {
   }
   std::vector<size_t> live(per_rank.size());
   for (size_t g = 0; g < live.size(); ++g) live[g] = g;
+  std::vector<uint64_t> opened(per_rank.size(), 0);
   while (!live.empty()) {
     // Ranks advance at about the same rate: a random live rank opens next.
     rng_state_ = rng_state_ * 6364136223846793005ull + 1442695040888963407ull;
     size_t pick = (rng_state_ >> 33) % live.size();
+    if (options_.max_skew_opens > 0) {
+      size_t slowest = 0;
+      for (size_t i = 1; i < live.size(); ++i) {
+        if (opened[live[i]] < opened[live[slowest]]) slowest = i;
+      }
+      if (opened[live[pick]] >= opened[live[slowest]] + options_.max_skew_opens) pick = slowest;
+    }
     size_t g = live[pick];
     std::optional<uint64_t> pos = loaders[g].Next();
     if (!pos) {
       live.erase(live.begin() + static_cast<std::ptrdiff_t>(pick));
       continue;
     }
+    ++opened[g];
     Step();
     Open(per_rank[g][*pos]);
   }

@@ -32,6 +32,10 @@ struct NodeSimOptions {
   // is not reported to the planner (inotify merges identical events queued
   // back to back); the reader still finds the file or reads it on demand.
   uint64_t merge_repeated_opens = 0;
+  // > 0: a rank that has opened this many files more than the slowest live
+  // rank waits for it (data-parallel ranks train in step); 0: the ranks
+  // drift apart as a random walk.
+  uint64_t max_skew_opens = 0;
 };
 
 struct NodeSimReport {

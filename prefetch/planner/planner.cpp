@@ -227,6 +227,21 @@ void Planner::Consume(uint64_t t) {
   if (stream_.Satisfy(t)) Rekey(stream_.FileAt(t));
   head_[g] = std::max(head_[g], s + 1);
   AdvanceTail(g);
+  // Readers of one shared stream train in step, so none is further behind
+  // another than a loader window and a batch. Their opens of one file at
+  // the same moment are often seen as one (inotify merges them), located
+  // in the first reader's slot: without this, a reader whose opens were all
+  // merged for a while would keep its passed entries as still to come - and
+  // their files in the budget - and fall out of reach of its own opens.
+  if (shape_.merge_window > 0) {
+    const uint64_t bound = shape_.loader_steps + config_.batch_size;
+    for (uint32_t h = 0; h < shape_.ranks; ++h) {
+      if (h == g || config_.local_ranks[h] != config_.local_ranks[g]) continue;
+      if (head_[h] + bound >= head_[g]) continue;
+      head_[h] = head_[g] - bound;
+      AdvanceTail(h);
+    }
+  }
   DropPassedEpochs();
 }
 

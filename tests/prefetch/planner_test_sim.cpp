@@ -269,3 +269,38 @@ TEST_CASE("Two local readers of one shared stream fetch each file once and find 
   // Fetched once per epoch for both readers (the whole dataset: once), not per reader.
   CHECK(s.fetches_planned <= (divisor == 1 ? 240u : 3u * 240 + 24));
 }
+
+TEST_CASE("Readers of one shared stream in step, many opens merged: neither falls behind",
+          "[unit][planner]") {
+  // Two processes that train in step open the same files at nearly the same
+  // moment, so inotify reports most of the second opens as one with the
+  // first. A reader's position must still follow its opens: one left behind
+  // keeps the files it has passed as if still to be read, they fill the
+  // budget, and the other reader stalls.
+  Job job = MakeJob(480, 1, 0, 1);
+  job.ranks = {0, 0};
+  const uint64_t seed = GENERATE(range(uint64_t{1}, uint64_t{11}));
+  INFO("seed " << seed);
+  pf::FakeClock clock;
+  const uint64_t budget = job.data.total / 3;
+  auto planner = PlannerFor(job, budget, 3, clock);
+  pf::NodeSimOptions opts;
+  opts.loader = job.loader;
+  opts.seed = seed;
+  opts.merge_repeated_opens = 8;
+  opts.max_skew_opens = 2;
+  pf::NodeSim sim(*planner, clock, job.data.sizes, opts);
+  for (uint64_t e = 0; e < 3; ++e) sim.RunEpoch(job.Truth(e));
+  RequireClean(sim.report());
+  pf::PlannerStats s = planner->Stats();
+  INFO("opens reported " << s.opens << " of " << 2 * 3 * 480);
+  CHECK(s.opens < 2 * 3 * 480);  // second opens were merged
+  CHECK(s.deviations == 0);
+  CHECK(sim.report().ReadyFraction(Warmup(job)) >= 0.99);
+  // Both positions end within a loader window and a batch of the end.
+  const uint64_t in_step =
+      (job.loader.num_workers * job.loader.prefetch_factor + 1) * job.loader.batch_size;
+  for (const pf::RankPosition& p : planner->Positions()) {
+    CHECK(p.epoch * 480 + p.offset >= 3 * 480 - in_step);
+  }
+}
