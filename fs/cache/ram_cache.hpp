@@ -1,15 +1,26 @@
-// RamCache: decoded blocks kept in RAM under a byte budget.
+// RamCache: decoded blocks kept in RAM under a byte budget - the daemon's one
+// store of file bytes in RAM.
 //
 // GetOrLoad() returns a cached block or loads it; concurrent misses on the
 // same key share one load (single flight), so a file is decoded once however
 // many readers ask at the same moment. The bytes held never exceed the
 // capacity: a block larger than the whole budget is returned to its callers
-// but not kept. Eviction order comes from a CachePolicy.
+// but not kept.
 //
-// Thread-safe. One mutex (mu_) guards the maps, the byte count and the policy;
-// it is never held during a load, a copy or a free of block bytes, so the
-// critical sections are a hash lookup and a list splice. Lock order: mu_ is a
-// leaf; the loader runs with no cache lock held.
+// Who decides what stays: without an owner, the cache evicts block by block
+// in the order of its CachePolicy (LRU). With a FileOwner (the prefetch
+// planner, which knows the future), the owner decides by whole files: a
+// loaded block is kept only if the owner counts its file, the owner names
+// the files to drop to make room, and the owner's own evictions come back
+// through EraseFile. The cache then never evicts on its own, so every byte
+// it holds belongs to a file the owner counts, and the owner's budget is the
+// cache's capacity.
+//
+// Thread-safe. One mutex (mu_) guards the maps, the byte count, the policy
+// and the calls to the owner; it is never held during a load, a copy or a
+// free of block bytes, so the critical sections are a hash lookup and a list
+// splice (or one owner decision). Lock order: mu_, then the owner's locks;
+// the loader runs with no cache lock held.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +38,20 @@
 
 namespace clairfs::fs {
 
+// Decides, by whole files, which blocks the cache keeps (see above). Called
+// under the cache's lock: an owner must be quick and must not call back into
+// the cache.
+class FileOwner {
+ public:
+  virtual ~FileOwner() = default;
+  // A loaded block of file `node` is about to be kept. True: keep it (the
+  // file's bytes are counted by the owner); `drop` receives files whose
+  // blocks must go first. False: serve it, do not keep it.
+  virtual bool Keep(uint32_t node, std::vector<uint32_t>* drop) = 0;
+  // The cache dropped the blocks of `node` on its own (Clear): no longer held.
+  virtual void Dropped(uint32_t node) = 0;
+};
+
 class RamCache {
  public:
   using Loader = std::function<Result<BlockRef>()>;
@@ -40,14 +65,23 @@ class RamCache {
   Result<BlockRef> GetOrLoad(BlockKey key, const Loader& load, Outcome* outcome = nullptr);
   // The cached block or null; counts as a hit.
   BlockRef Lookup(BlockKey key);
-  // Every block of `keys`, in order, if all are cached (each counts as a hit);
-  // otherwise false, `out` untouched and nothing counted. One lock for all.
-  bool LookupAll(const std::vector<BlockKey>& keys, std::vector<BlockRef>* out);
-  // Drops the block for `key` if cached (the prefetcher's evictions); readers
-  // holding it keep it alive. Not counted as an eviction.
+  // Every block of `keys`, in order, if all are cached (each counts as a hit
+  // when `count`); otherwise false, `out` untouched and nothing counted. One
+  // lock for all.
+  bool LookupAll(const std::vector<BlockKey>& keys, std::vector<BlockRef>* out,
+                 bool count = true);
+  // Drops the block for `key` if cached; readers holding it keep it alive.
+  // Not counted as an eviction.
   void Erase(BlockKey key);
-  // Drops every block (a test hook, and for a future memory-pressure signal).
+  // Drops every cached block of file `node` (the owner's evictions), as Erase.
+  void EraseFile(uint32_t node);
+  // Drops every block (a test hook, and for a future memory-pressure signal);
+  // the owner is told of each file.
   void Clear();
+  // Hands the decisions to `owner` (null: back to the CachePolicy). Drops
+  // every block first, so that nothing is held the owner does not count.
+  // The owner must stay valid until it is replaced.
+  void SetOwner(FileOwner* owner);
   CacheStats Snapshot() const;
 
  private:
@@ -55,12 +89,18 @@ class RamCache {
   // Inserts under mu_, evicting until it fits; the evicted blocks are moved to
   // `dropped` so they are freed after the lock is released.
   void InsertLocked(BlockKey key, const BlockRef& block, std::vector<BlockRef>* dropped);
+  // Removes the block at `it` (the caller counts it) into `dropped`.
+  void RemoveLocked(std::unordered_map<BlockKey, BlockRef>::iterator it,
+                    std::vector<BlockRef>* dropped);
+  void EraseFileLocked(uint32_t node, std::vector<BlockRef>* dropped);
 
   const uint64_t capacity_;
   mutable std::mutex mu_;
   std::unique_ptr<CachePolicy> policy_;
   std::unordered_map<BlockKey, BlockRef> blocks_;
   std::unordered_map<BlockKey, Waiter> loading_;
+  std::unordered_map<uint32_t, uint32_t> file_blocks_;  // by node: blocks cached
+  FileOwner* owner_ = nullptr;
   uint64_t bytes_ = 0;
   CacheStats counters_;  // bytes/entries/capacity filled in by Snapshot()
 };

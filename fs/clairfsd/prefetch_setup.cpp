@@ -193,7 +193,8 @@ Result<PrefetchJob> BuildPrefetchJob(const Config& config, const format::Manifes
   pc.num_workers = config.prefetch_workers;
   pc.prefetch_factor = config.prefetch_factor;
   pc.read_window = job.order->window();
-  pc.budget_bytes = config.prefetch_budget != 0 ? config.prefetch_budget : config.ram_cache;
+  // The planner keeps the RAM cache's files (the engine is its owner).
+  pc.budget_bytes = config.ram_cache;
   return job;
 }
 

@@ -126,7 +126,7 @@ const std::vector<Setting>& Table() {
          return ParseU32(v, 1, 3600000, &c->start_timeout_ms);
        },
        [](const Config& c) { return std::to_string(c.start_timeout_ms); }},
-      {"ram_cache", "bytes of decoded data kept in RAM, suffix K/M/G/T [1G]",
+      {"ram_cache", "bytes of file data kept in RAM, prefetched files included, suffix K/M/G/T [1G]",
        [](Config* c, std::string_view v) { return ParseSize(v, &c->ram_cache); },
        [](const Config& c) { return std::to_string(c.ram_cache); }},
       {"pack_readahead", "pack bytes read ahead into the page cache on first use, 0 = off [0]",
@@ -208,9 +208,6 @@ const std::vector<Setting>& Table() {
       {"prefetch_factor", "DataLoader prefetch_factor, >= 1 [2]",
        [](Config* c, std::string_view v) { return ParseU64(v, 1, &c->prefetch_factor); },
        [](const Config& c) { return std::to_string(c.prefetch_factor); }},
-      {"prefetch_budget", "bytes the prefetcher may hold, 0 = ram_cache [0]",
-       [](Config* c, std::string_view v) { return ParseSize(v, &c->prefetch_budget); },
-       [](const Config& c) { return std::to_string(c.prefetch_budget); }},
       {"prefetch_threads", "prefetch fetch threads, 1-64 [2]",
        [](Config* c, std::string_view v) { return ParseU32(v, 1, 64, &c->prefetch_threads); },
        [](const Config& c) { return std::to_string(c.prefetch_threads); }},
@@ -274,6 +271,12 @@ Status SetConfigValue(Config* config, std::string_view key, std::string_view val
                                      "' (expected " + s.help + ")");
     }
     return Status::Ok();
+  }
+  // A key that no longer exists says what replaced it.
+  if (key == "prefetch_budget") {
+    return Status::InvalidArgument(
+        "prefetch_budget: no longer a setting: ram_cache is the daemon's one budget for file "
+        "bytes in RAM, the prefetched files included (set ram_cache instead)");
   }
   // Any other prefetch_ key is one of the sampler's own settings, checked
   // with prefetch_sampler by the order parser (fs/clairfsd/prefetch_setup).

@@ -35,7 +35,9 @@ struct Config {
   uint32_t start_timeout_ms = 120000;
 
   // --- memory ---
-  uint64_t ram_cache = uint64_t{1} << 30;  // bytes of decoded file data kept in RAM (1 GiB)
+  // Bytes of decoded file data kept in RAM (1 GiB): the one budget, the
+  // prefetched files included.
+  uint64_t ram_cache = uint64_t{1} << 30;
   // Bytes of packs the kernel is asked to read into its page cache in the
   // background, each pack on first use (0 = off). Turns a cold first epoch's
   // random reads into sequential ones; costs page cache, which stays reclaimable.
@@ -97,7 +99,6 @@ struct Config {
   // are checked by the same parser (fs/clairfsd/prefetch_setup.hpp), which
   // knows which apply to prefetch_sampler.
   std::vector<std::pair<std::string, std::string>> prefetch_settings;
-  uint64_t prefetch_budget = 0;                 // bytes the prefetcher may hold; 0 = ram_cache
   uint32_t prefetch_threads = 2;                // fetch threads
   uint32_t prefetch_wait_ms = 2000;             // longest an open waits for its in-flight fetch
   std::string prefetch_opens = "inotify";        // how the prefetcher sees opens: inotify or fuse

@@ -33,8 +33,10 @@ void WriteDataPathStats(clairfs::JsonWriter& w, const Stats& s, const CacheStats
       .Integer("io", Get(s.io_errors))
       .EndObject();
   w.BeginObject("ram_cache")
+      .String("kept_by", c.owned ? "planner" : "lru")
       .Integer("capacity_bytes", c.capacity_bytes)
       .Integer("bytes", c.bytes)
+      .Integer("peak_bytes", c.peak_bytes)
       .Integer("entries", c.entries)
       .Integer("hits", c.hits)
       .Integer("misses", c.misses)
@@ -42,6 +44,7 @@ void WriteDataPathStats(clairfs::JsonWriter& w, const Stats& s, const CacheStats
       .Integer("evictions", c.evictions)
       .Integer("evicted_bytes", c.evicted_bytes)
       .Integer("rejected", c.rejected)
+      .Integer("declined", c.declined)
       .EndObject();
   w.BeginObject("requests")
       .Integer("lookup", Get(s.lookups))

@@ -23,12 +23,18 @@ PrefetchEngine::PrefetchEngine(std::unique_ptr<pf::Planner> planner,
                                PageCachePusher* pusher, PrefetchEngineOptions options)
     : planner_(std::move(planner)),
       in_dataset_(std::move(in_dataset)),
+      manifest_(manifest),
       reader_(std::move(manifest), source, cache, stats),
       cache_(cache),
       pusher_(pusher),
-      options_(std::move(options)) {}
+      options_(std::move(options)) {
+  cache_->SetOwner(this);
+}
 
-PrefetchEngine::~PrefetchEngine() { Stop(); }
+PrefetchEngine::~PrefetchEngine() {
+  Stop();
+  cache_->SetOwner(nullptr);
+}
 
 void PrefetchEngine::Start() {
   for (uint32_t i = 0; i < options_.threads; ++i) {
@@ -49,6 +55,40 @@ void PrefetchEngine::OnOpen(uint32_t node) { Observe(node, /*answering=*/true); 
 
 void PrefetchEngine::OnOpenEvent(uint32_t node) { Observe(node, /*answering=*/false); }
 
+bool PrefetchEngine::Keep(uint32_t node, std::vector<uint32_t>* drop) {
+  // Counted already: fetched, being fetched, or kept after an earlier block.
+  if (planner_->Holds(node)) return true;
+  const uint64_t size = manifest_->node(node).size;
+  pf::Admission a = planner_->Admit(node, size);
+  bool kept = a.admitted;
+  if (kept) {
+    // The bytes are kept as soon as the cache inserts them, so the file is
+    // resident at once; a file larger than reserved cannot happen here.
+    std::vector<pf::FileId> more = planner_->OnFetched(node, size);
+    kept = std::find(more.begin(), more.end(), node) == more.end();
+    a.evict.insert(a.evict.end(), more.begin(), more.end());
+  }
+  if (!a.evict.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (pf::FileId f : a.evict) pushed_.erase(f);
+  }
+  Stats::Add(counters_.evictions, a.evict.size());
+  drop->insert(drop->end(), a.evict.begin(), a.evict.end());
+  if (kept) Stats::Add(counters_.admitted, 1);
+  return kept;
+}
+
+void PrefetchEngine::Dropped(uint32_t node) {
+  planner_->OnEvicted(node);
+  std::lock_guard<std::mutex> lock(mu_);
+  pushed_.erase(node);
+}
+
+bool PrefetchEngine::Pushed(pf::FileId file) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pushed_.count(file) != 0;
+}
+
 void PrefetchEngine::Observe(uint32_t node, bool answering) {
   if (node >= in_dataset_.size() || in_dataset_[node] == 0) return;
   Stats::Add(counters_.opens, 1);
@@ -57,17 +97,12 @@ void PrefetchEngine::Observe(uint32_t node, bool answering) {
   if (wants_room_.load(std::memory_order_relaxed)) work_cv_.notify_one();
   if (r.ready) {
     Stats::Add(counters_.ready, 1);
-    ReadData late;  // a held file whose push the kernel refused at fetch time
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = held_.find(node);
-      const bool pushed = it != held_.end() && it->second.pushed;
-      Stats::Add(pushed ? counters_.ready_pushed : counters_.ready_ram, 1);
-      if (it != held_.end() && !pushed) late = it->second.data;
-    }
-    // The kernel looked the file up to open it: now it takes the bytes, and
+    const bool pushed = Pushed(node);
+    Stats::Add(pushed ? counters_.ready_pushed : counters_.ready_ram, 1);
+    // The kernel looked the file up to open it: now it takes the bytes (a
+    // push refused at fetch time, or a file kept after a demand read), and
     // the reads that follow this open stay in the page cache.
-    if (late.total > 0 && PushHeld(node, late)) Stats::Add(counters_.late_pushes, 1);
+    if (!pushed && PushKept(node)) Stats::Add(counters_.late_pushes, 1);
     return;
   }
   Stats::Add(counters_.not_ready, 1);
@@ -78,9 +113,8 @@ void PrefetchEngine::Observe(uint32_t node, bool answering) {
     bool done;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      done = done_cv_.wait_for(lock, options_.open_wait, [&] {
-        return held_.count(node) != 0 || fetching_.count(node) == 0;
-      });
+      done = done_cv_.wait_for(lock, options_.open_wait,
+                               [&] { return fetching_.count(node) == 0; });
     }
     const auto ns =
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
@@ -98,24 +132,20 @@ void PrefetchEngine::OnListed(uint32_t first, uint32_t end) {
   // The kernel makes the inodes once the reply is out: first try a little
   // later, then once more in case the lister was slow to get the CPU.
   std::lock_guard<std::mutex> lock(mu_);
-  if (held_.empty() || held_.size() == pushed_files_) return;
   listings_.push_back({first, end, std::chrono::steady_clock::now() + kListedDelay, 2});
 }
 
-bool PrefetchEngine::PushHeld(pf::FileId file, const ReadData& data) {
-  if (pusher_ == nullptr || !pusher_->Push(uint64_t{file} + 1, 0, data).ok()) return false;
+bool PrefetchEngine::PushKept(pf::FileId file) {
+  if (pusher_ == nullptr) return false;
+  std::optional<ReadData> data = reader_.Peek(file);
+  if (!data || data->total == 0 || !pusher_->Push(InodeOfNode(file), 0, *data).ok()) return false;
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = held_.find(file);
-  if (it != held_.end() && !it->second.pushed) {
-    it->second.pushed = true;
-    ++pushed_files_;
-  }
+  pushed_.insert(file);
   return true;
 }
 
 void PrefetchEngine::RetryListed() {
   const auto now = std::chrono::steady_clock::now();
-  std::vector<std::pair<pf::FileId, ReadData>> todo;
   std::vector<Listing> due;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -124,19 +154,18 @@ void PrefetchEngine::RetryListed() {
                                [&](const Listing& l) { return l.due > now; });
     due.assign(late, listings_.end());
     listings_.erase(late, listings_.end());
-    for (const Listing& l : due) {
-      for (uint32_t f = l.first; f < l.end; ++f) {
-        auto it = held_.find(f);
-        if (it != held_.end() && !it->second.pushed) todo.emplace_back(f, it->second.data);
-      }
-    }
   }
   bool refused = false;
-  for (const auto& [file, data] : todo) {
-    if (PushHeld(file, data)) {
-      Stats::Add(counters_.listed_pushes, 1);
-    } else {
-      refused = true;
+  for (const Listing& l : due) {
+    for (uint32_t f = l.first; f < l.end; ++f) {
+      if (f >= in_dataset_.size() || in_dataset_[f] == 0 || !planner_->Holds(f) || Pushed(f)) {
+        continue;
+      }
+      if (PushKept(f)) {
+        Stats::Add(counters_.listed_pushes, 1);
+      } else {
+        refused = true;
+      }
     }
   }
   if (!refused) return;
@@ -151,12 +180,8 @@ void PrefetchEngine::RetryListed() {
 void PrefetchEngine::Run(std::stop_token stop) {
   while (!stop.stop_requested()) {
     RetryListed();
-    pf::FetchPlan plan;
-    {
-      std::lock_guard<std::mutex> order(plan_mu_);
-      plan = planner_->NextFetches(options_.fetches_per_plan);
-      Drop(plan.evict);
-    }
+    pf::FetchPlan plan = planner_->NextFetches(options_.fetches_per_plan);
+    Drop(plan.evict);
     wants_room_.store(plan.fetch.empty() && plan.room_bound, std::memory_order_relaxed);
     if (plan.fetch.empty()) {
       planner_->Maintain();
@@ -181,10 +206,21 @@ void PrefetchEngine::Run(std::stop_token stop) {
 }
 
 void PrefetchEngine::Fetch(pf::FileId file) {
+  // The blocks land in the RAM cache as they load: the planner counts the
+  // file (in flight), so the cache keeps them.
   auto data = reader_.Read(file, 0, SIZE_MAX);
-  if (!data.ok()) {
-    Stats::Add(counters_.fetch_failures, 1);
-    planner_->OnFetchFailed(file);
+  const bool ok = data.ok() && reader_.Peek(file).has_value();
+  if (!ok) {
+    if (data.ok()) {
+      // Loaded but not kept: the room was not free yet (an eviction decided
+      // a moment earlier had not reached the cache). Not counted any more.
+      Stats::Add(counters_.not_kept, 1);
+      cache_->EraseFile(file);
+      planner_->OnEvicted(file);
+    } else {
+      Stats::Add(counters_.fetch_failures, 1);
+      planner_->OnFetchFailed(file);
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       fetching_.erase(file);
@@ -192,14 +228,12 @@ void PrefetchEngine::Fetch(pf::FileId file) {
     done_cv_.notify_all();
     return;
   }
-  Held held{std::move(*data), false};
-  const uint64_t bytes = held.data.total;
-  uint64_t fetch_pushed = 0;
+  const uint64_t bytes = data->total;
+  bool pushed = false;
   if (pusher_ != nullptr && bytes > 0) {
-    Status st = pusher_->Push(uint64_t{file} + 1, 0, held.data);
+    Status st = pusher_->Push(InodeOfNode(file), 0, *data);
     if (st.ok()) {
-      held.pushed = true;
-      ++fetch_pushed;
+      pushed = true;
       Stats::Add(counters_.pushes, 1);
       Stats::Add(counters_.pushed_bytes, bytes);
     } else if (st.IsNotFound()) {
@@ -211,19 +245,14 @@ void PrefetchEngine::Fetch(pf::FileId file) {
       }
     }
   }
-  std::lock_guard<std::mutex> order(plan_mu_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     fetching_.erase(file);
-    held_bytes_ += bytes;
-    auto old = held_.find(file);
-    if (old != held_.end()) {  // a refetch replaces the old copy
-      held_bytes_ -= old->second.data.total;
-      pushed_files_ -= old->second.pushed ? 1 : 0;
+    if (pushed) {
+      pushed_.insert(file);
+    } else {
+      pushed_.erase(file);
     }
-    pushed_files_ += fetch_pushed;
-    held_.insert_or_assign(file, std::move(held));
-    if (held_bytes_ > counters_.max_held_bytes.load()) counters_.max_held_bytes = held_bytes_;
   }
   Stats::Add(counters_.fetched, 1);
   Stats::Add(counters_.fetched_bytes, bytes);
@@ -233,34 +262,12 @@ void PrefetchEngine::Fetch(pf::FileId file) {
 
 void PrefetchEngine::Drop(const std::vector<pf::FileId>& files) {
   if (files.empty()) return;
-  std::vector<std::pair<pf::FileId, Held>> dropped;  // freed after the lock is released
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (pf::FileId f : files) {
-      auto it = held_.find(f);
-      if (it == held_.end()) continue;
-      held_bytes_ -= it->second.data.total;
-      pushed_files_ -= it->second.pushed ? 1 : 0;
-      dropped.emplace_back(f, std::move(it->second));
-      held_.erase(it);
-    }
+    for (pf::FileId f : files) pushed_.erase(f);
   }
-  for (const auto& [file, held] : dropped) {
-    Stats::Add(counters_.evictions, 1);
-    // A whole-file read returns the file's blocks 0, 1, ... in order; the
-    // cache must not keep what the planner no longer counts.
-    for (uint32_t i = 0; i < held.data.slices.size(); ++i) cache_->Erase(MakeBlockKey(file, i));
-  }
-}
-
-uint64_t PrefetchEngine::held_files() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return held_.size();
-}
-
-uint64_t PrefetchEngine::held_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return held_bytes_;
+  for (pf::FileId f : files) cache_->EraseFile(f);
+  Stats::Add(counters_.evictions, files.size());
 }
 
 }  // namespace clairfs::fs

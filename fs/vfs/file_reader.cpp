@@ -52,6 +52,15 @@ Result<BlockRef> FileReader::LoadBlock(uint32_t node, uint32_t index, uint64_t b
 }
 
 std::optional<ReadData> FileReader::ReadIfCached(uint32_t node, uint64_t offset, size_t size) {
+  return Cached(node, offset, size, /*count=*/true);
+}
+
+std::optional<ReadData> FileReader::Peek(uint32_t node) {
+  return Cached(node, 0, SIZE_MAX, /*count=*/false);
+}
+
+std::optional<ReadData> FileReader::Cached(uint32_t node, uint64_t offset, size_t size,
+                                           bool count) {
   ReadData out;
   const uint64_t file_size = manifest_->node(node).size;
   if (offset >= file_size || size == 0) return out;
@@ -62,7 +71,7 @@ std::optional<ReadData> FileReader::ReadIfCached(uint32_t node, uint64_t offset,
   std::vector<BlockKey> keys;
   for (uint32_t i = first; i <= last; ++i) keys.push_back(MakeBlockKey(node, i));
   std::vector<BlockRef> blocks;
-  if (!cache_->LookupAll(keys, &blocks)) return std::nullopt;
+  if (!cache_->LookupAll(keys, &blocks, count)) return std::nullopt;
   for (uint64_t pos = offset; pos < end;) {
     const uint32_t index = static_cast<uint32_t>(pos / bs);
     const BlockRef& block = blocks[index - first];
@@ -72,8 +81,10 @@ std::optional<ReadData> FileReader::ReadIfCached(uint32_t node, uint64_t offset,
     out.total += take;
     pos += take;
   }
-  Stats::Add(stats_->ram_requests, 1);
-  Stats::Add(stats_->ram_bytes, out.total);
+  if (count) {
+    Stats::Add(stats_->ram_requests, 1);
+    Stats::Add(stats_->ram_bytes, out.total);
+  }
   return out;
 }
 

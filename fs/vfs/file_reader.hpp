@@ -44,9 +44,13 @@ class FileReader {
   // The same bytes if every block they touch is in the RAM cache; otherwise
   // nothing (nothing loaded, nothing counted). Never waits for a load.
   std::optional<ReadData> ReadIfCached(uint32_t node, uint64_t offset, size_t size);
+  // The whole file if all of it is in the RAM cache, counting nothing (no
+  // request was served): for the prefetcher's page-cache pushes.
+  std::optional<ReadData> Peek(uint32_t node);
 
  private:
   uint64_t BlockSize(uint32_t node) const;
+  std::optional<ReadData> Cached(uint32_t node, uint64_t offset, size_t size, bool count);
   Result<BlockRef> LoadBlock(uint32_t node, uint32_t index, uint64_t block_size);
 
   const std::shared_ptr<const format::Manifest> manifest_;

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdint>
 
+#include "fs/vfs/inode.hpp"
+
 namespace clairfs::fs {
 namespace {
 
@@ -23,7 +25,7 @@ Vfs::Vfs(std::shared_ptr<const format::Manifest> manifest, PayloadSource* source
       decline_open_(options_.decline_open),
       reader_(manifest_, source, cache, stats),
       control_(
-          uint64_t{manifest_->node_count()} + 1,
+          InodeOfNode(manifest_->node_count()),
           [this] {
             const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                     std::chrono::system_clock::now().time_since_epoch())
@@ -50,7 +52,7 @@ Vfs::Vfs(std::shared_ptr<const format::Manifest> manifest, PayloadSource* source
 Attr Vfs::NodeAttr(uint32_t node) const {
   const format::NodeRecord& r = manifest_->node(node);
   Attr a;
-  a.ino = uint64_t{node} + 1;
+  a.ino = InodeOfNode(node);
   a.mode = r.mode;
   a.uid = options_.uid;
   a.gid = options_.gid;
@@ -106,7 +108,7 @@ Result<Attr> Vfs::GetAttr(uint64_t ino) {
   Stats::Add(stats_->getattrs, 1);
   if (control_.Owns(ino)) return ControlAttr(control_.IndexOf(ino), false);
   if (!IsNode(ino)) return NoEntry(ino);
-  return NodeAttr(static_cast<uint32_t>(ino - 1));
+  return NodeAttr(NodeOfInode(ino));
 }
 
 Result<OpenReply> Vfs::OpenDir(uint64_t ino) {
@@ -121,7 +123,7 @@ Status Vfs::CheckDir(uint64_t ino) const {
   if (ino == control_.ino(ControlFiles::kDir)) return Status::Ok();
   if (control_.Owns(ino)) return Status::IOError("not a directory", ENOTDIR);
   if (!IsNode(ino)) return NoEntry(ino);
-  if (!manifest_->IsDirectory(static_cast<uint32_t>(ino - 1))) {
+  if (!manifest_->IsDirectory(NodeOfInode(ino))) {
     return Status::IOError("not a directory", ENOTDIR);
   }
   return Status::Ok();
@@ -151,7 +153,7 @@ Status Vfs::ReadDir(uint64_t ino, uint64_t offset, const DirEmit& emit) {
   Stats::Add(stats_->readdirs, 1);
   if (ino == control_.ino(ControlFiles::kDir)) return ReadControlDir(offset, emit);
   CLAIRFS_RETURN_IF_ERROR(CheckDir(ino));
-  const uint32_t dir = static_cast<uint32_t>(ino - 1);
+  const uint32_t dir = NodeOfInode(ino);
   const uint64_t count = uint64_t{manifest_->ChildCount(dir)} + 2;
   const uint32_t first = manifest_->FirstChild(dir);
   uint32_t listed_first = UINT32_MAX, listed_end = 0;
@@ -188,23 +190,23 @@ Result<OpenReply> Vfs::Open(uint64_t ino, int flags) {
     return reply;
   }
   if (!IsNode(ino)) return NoEntry(ino);
-  if (manifest_->IsDirectory(static_cast<uint32_t>(ino - 1))) {
+  if (manifest_->IsDirectory(NodeOfInode(ino))) {
     return Status::IOError("is a directory", EISDIR);
   }
   OpenReply reply;
   reply.decline = decline_open_.load(std::memory_order_relaxed);
   // A declined open is seen by whoever made the Vfs decline (an OpenWatcher).
   if (options_.open_observer != nullptr && !reply.decline) {
-    options_.open_observer->OnOpen(static_cast<uint32_t>(ino - 1));
+    options_.open_observer->OnOpen(NodeOfInode(ino));
   }
   return reply;
 }
 
 std::optional<Result<ReadData>> Vfs::ReadIfReady(uint64_t ino, uint64_t offset, size_t size) {
-  if (control_.Owns(ino) || !IsNode(ino) || manifest_->IsDirectory(static_cast<uint32_t>(ino - 1))) {
+  if (control_.Owns(ino) || !IsNode(ino) || manifest_->IsDirectory(NodeOfInode(ino))) {
     return Read(ino, offset, size);
   }
-  auto data = reader_.ReadIfCached(static_cast<uint32_t>(ino - 1), offset, size);
+  auto data = reader_.ReadIfCached(NodeOfInode(ino), offset, size);
   if (!data) return std::nullopt;
   Stats::Add(stats_->reads, 1);
   return Result<ReadData>(std::move(*data));
@@ -225,7 +227,7 @@ Result<ReadData> Vfs::Read(uint64_t ino, uint64_t offset, size_t size) {
     return out;
   }
   if (!IsNode(ino)) return NoEntry(ino);
-  const uint32_t node = static_cast<uint32_t>(ino - 1);
+  const uint32_t node = NodeOfInode(ino);
   if (manifest_->IsDirectory(node)) return Status::IOError("is a directory", EISDIR);
   Stats::Add(stats_->reads, 1);
   return reader_.Read(node, offset, size);

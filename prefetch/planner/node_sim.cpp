@@ -90,6 +90,7 @@ void NodeSim::Step() {
   uint64_t room =
       options_.max_in_flight > pending_.size() ? options_.max_in_flight - pending_.size() : 0;
   FetchPlan plan = planner_.NextFetches(std::min(room, options_.fetches_per_step));
+  if (plan.fetch.empty()) planner_.Maintain();  // as an idle fetch thread does
   for (FileId v : plan.evict) Drop(v);
   for (FileId f : plan.fetch) {
     pending_[f] = report_.steps + options_.fetch_delay_steps;
@@ -120,6 +121,7 @@ void NodeSim::Drop(FileId f) {
 }
 
 void NodeSim::Open(FileId f) {
+  report_.opened.push_back(f);
   bool in_ram = ram_.count(f) != 0;
   if (options_.merge_repeated_opens > 0) {
     if (std::find(reported_.begin(), reported_.end(), f) != reported_.end()) {

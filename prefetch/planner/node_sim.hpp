@@ -2,7 +2,8 @@
 // Planner on a FakeClock - for tests and benchmarks, not the daemon.
 //
 // Each step: fetches that are due complete (OnFetched), the fetcher asks
-// NextFetches for more (dropping what the plan evicts), and one local rank's
+// NextFetches for more (dropping what the plan evicts; with nothing to fetch
+// it calls Maintain, as an idle fetch thread does), and one local rank's
 // DataLoader (LoaderSim) opens its next file (OnOpen). An open that is not
 // ready waits for its fetch, or is read on demand and offered to Admit. The
 // simulator keeps its own model of what is in RAM and checks it against the
@@ -39,7 +40,8 @@ struct NodeSimOptions {
 };
 
 struct NodeSimReport {
-  std::vector<uint8_t> ready;  // per open, in order: found resident
+  std::vector<uint8_t> ready;    // per open, in order: found resident
+  std::vector<FileId> opened;    // per open, in order: the file
   uint64_t steps = 0;
   uint64_t budget_violations = 0;  // steps where planner or RAM model exceeded the budget
   uint64_t model_mismatches = 0;   // planner and RAM model disagreed

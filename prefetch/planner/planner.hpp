@@ -32,7 +32,8 @@
 // How the daemon calls it:
 //   FUSE open of file f:   OpenResult r = OnOpen(f);
 //                          if (!r.ready) { wait or read on demand; EndStall(r); }
-//                          a demand-read file worth keeping: Admit(f, bytes)
+//                          a demand-read file worth keeping: Admit(f, bytes),
+//                          then OnFetched(f, bytes) once its bytes are kept
 //   prefetch worker loop:  FetchPlan p = NextFetches(n); drop p.evict;
 //                          fetch p.fetch; then OnFetched(f, bytes) (drop what
 //                          it returns) or OnFetchFailed(f)
@@ -131,6 +132,8 @@ class Planner {
   void OnFetchFailed(FileId file);
   // The cache dropped `file` on its own.
   void OnEvicted(FileId file);
+  // Whether `file` is counted against the budget (resident or in flight).
+  bool Holds(FileId file) const;
 
   // The resident file the policy would evict first; nullopt when none.
   std::optional<FileId> Victim() const;

@@ -108,6 +108,11 @@ void Planner::OnEvicted(FileId file) {
   RewindScan(file);
 }
 
+bool Planner::Holds(FileId file) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return resident_.state(file) != ResidentSet::State::kAbsent;
+}
+
 std::optional<FileId> Planner::Victim() const {
   std::lock_guard<std::mutex> lock(mu_);
   FileId f = resident_.Furthest();

@@ -113,7 +113,7 @@ mount_run() {  # name extra-clairfsd-flags...
   local name=$1
   shift
   mkdir -p "$WORK/mnt"
-  "$BIN/clairfsd" --dataset "$PFS_MNT/packs" --mount "$WORK/mnt" --ram-cache 1G "$@" \
+  "$BIN/clairfsd" --dataset "$PFS_MNT/packs" --mount "$WORK/mnt" "$@" \
     >"$WORK/daemon.log" 2>&1 &
   DAEMON=$!
   for _ in $(seq 100); do grep -qF " $WORK/mnt fuse.clairfs " /proc/mounts && break; sleep 0.1; done
@@ -134,10 +134,10 @@ for r in $(seq "$REPEAT"); do
     case $mode in
       noio) t=$(run_readers "$PFS_MNT/src/train" 0) ;;
       direct) t=$(run_readers "$PFS_MNT/src/train" 1) ;;
-      mount) t=$(mount_run mount) ;;
+      mount) t=$(mount_run mount --ram-cache 1G) ;;
       prefetch) t=$(mount_run prefetch --prefetch-sampler torch-distributed --prefetch-root train \
                    --prefetch-seed 5 --prefetch-world-size 2 --prefetch-workers "$WORKERS" \
-                   --prefetch-batch-size "$BATCH" --prefetch-budget 256M) ;;
+                   --prefetch-batch-size "$BATCH" --ram-cache 256M) ;;
     esac
     RES[$mode]="${RES[$mode]:-} $t"
     echo "round $r $mode: $t s" >&2

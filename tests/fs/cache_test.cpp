@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <random>
+#include <set>
+#include <algorithm>
 #include <thread>
 #include <vector>
 
@@ -120,5 +122,82 @@ TEST_CASE("evicted blocks stay valid for readers holding them", "[cache]") {
   CHECK((*held)->data[0] == 'x');
 }
 
+
+// An owner keeping the files in `keep`, naming `drop` on the next decision.
+class FakeOwner final : public FileOwner {
+ public:
+  bool Keep(uint32_t node, std::vector<uint32_t>* out) override {
+    ++asked;
+    out->insert(out->end(), drop.begin(), drop.end());
+    drop.clear();
+    return keep.count(node) != 0;
+  }
+  void Dropped(uint32_t node) override { dropped.push_back(node); }
+  std::set<uint32_t> keep;
+  std::vector<uint32_t> drop;
+  std::vector<uint32_t> dropped;
+  int asked = 0;
+};
+
+TEST_CASE("with an owner, only blocks of files it keeps stay, and it never evicts on its own",
+          "[cache]") {
+  RamCache cache(1000, std::make_unique<LruPolicy>());
+  REQUIRE(cache.GetOrLoad(MakeBlockKey(9, 0), Make(100)).ok());
+  FakeOwner owner;
+  owner.keep = {1, 2};
+  cache.SetOwner(&owner);
+  CHECK(cache.Snapshot().bytes == 0);  // held before the owner: dropped
+  CHECK(cache.Snapshot().owned);
+  for (uint32_t node = 1; node <= 3; ++node) {
+    for (uint32_t i = 0; i < 2; ++i) REQUIRE(cache.GetOrLoad(MakeBlockKey(node, i), Make(200)).ok());
+  }
+  CHECK(cache.Lookup(MakeBlockKey(1, 1)) != nullptr);
+  CHECK(cache.Lookup(MakeBlockKey(2, 0)) != nullptr);
+  CHECK(cache.Lookup(MakeBlockKey(3, 0)) == nullptr);  // served, not kept
+  CacheStats s = cache.Snapshot();
+  CHECK(s.bytes == 800);
+  CHECK(s.declined == 2);
+  // Full: a block that does not fit is refused rather than evicting what the
+  // owner counts.
+  owner.keep.insert(4);
+  REQUIRE(cache.GetOrLoad(MakeBlockKey(4, 0), Make(300)).ok());
+  CHECK(cache.Lookup(MakeBlockKey(4, 0)) == nullptr);
+  CHECK(cache.Snapshot().rejected == 1);
+  CHECK(cache.Snapshot().evictions == 0);
+  // The owner names a file to drop: all its blocks go, then the new one fits.
+  owner.drop = {1};
+  REQUIRE(cache.GetOrLoad(MakeBlockKey(4, 1), Make(300)).ok());
+  CHECK(cache.Lookup(MakeBlockKey(1, 0)) == nullptr);
+  CHECK(cache.Lookup(MakeBlockKey(1, 1)) == nullptr);
+  CHECK(cache.Lookup(MakeBlockKey(4, 1)) != nullptr);
+  CHECK(cache.Snapshot().bytes == 700);
+  CHECK(cache.Snapshot().peak_bytes == 800);
+}
+
+TEST_CASE("EraseFile drops every cached block of a file, whatever their indices", "[cache]") {
+  RamCache cache(100000, std::make_unique<LruPolicy>());
+  for (uint32_t i : {0u, 3u, 70u}) REQUIRE(cache.GetOrLoad(MakeBlockKey(5, i), Make(10)).ok());
+  REQUIRE(cache.GetOrLoad(MakeBlockKey(6, 0), Make(10)).ok());
+  cache.EraseFile(5);
+  CHECK(cache.Snapshot().bytes == 10);
+  CHECK(cache.Lookup(MakeBlockKey(6, 0)) != nullptr);
+  cache.EraseFile(5);  // nothing left: a no-op
+  cache.EraseFile(77);
+  CHECK(cache.Snapshot().entries == 1);
+}
+
+TEST_CASE("Clear tells the owner of every file it held", "[cache]") {
+  RamCache cache(1000, std::make_unique<LruPolicy>());
+  FakeOwner owner;
+  owner.keep = {1, 2};
+  cache.SetOwner(&owner);
+  for (uint32_t node : {1u, 2u}) REQUIRE(cache.GetOrLoad(MakeBlockKey(node, 0), Make(10)).ok());
+  cache.Clear();
+  std::sort(owner.dropped.begin(), owner.dropped.end());
+  CHECK(owner.dropped == std::vector<uint32_t>{1, 2});
+  CHECK(cache.Snapshot().bytes == 0);
+  cache.SetOwner(nullptr);
+  CHECK_FALSE(cache.Snapshot().owned);
+}
 }  // namespace
 }  // namespace clairfs::fs

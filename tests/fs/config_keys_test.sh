@@ -149,7 +149,7 @@ stop
 # which opens were predicted.
 PF=(--prefetch-sampler torch-distributed --prefetch-root train --prefetch-seed 3
   --prefetch-world-size 4 --prefetch-ranks-per-node 2 --prefetch-start-epoch 1 --prefetch-epochs 2
-  --prefetch-batch-size 2 --prefetch-workers 3 --prefetch-factor 4 --prefetch-budget 5M
+  --prefetch-batch-size 2 --prefetch-workers 3 --prefetch-factor 4 --ram-cache 5M
   --prefetch-threads 3 --prefetch-wait-ms 1234 --prefetch-opens fuse --prefetch-shared-stream false)
 start pf "${PF[@]}"
 expect prefetch_sampler "prefetch.sampler" "$(st 'd["prefetch"]["sampler"]')" torch-distributed
@@ -170,8 +170,9 @@ expect prefetch_factor "job.prefetch_factor" "$(st 'd["prefetch"]["job"]["prefet
 ok prefetch_batch_size "the planner models batches of 2"
 ok prefetch_workers "3 loader workers"
 ok prefetch_factor "4 batches per worker"
-expect prefetch_budget "budget_bytes" "$(st 'd["prefetch"]["budget_bytes"]')" $((5 << 20))
-ok prefetch_budget "5 MiB"
+expect ram_cache "prefetch.budget_bytes" "$(st 'd["prefetch"]["budget_bytes"]')" $((5 << 20))
+expect ram_cache "ram_cache.kept_by" "$(st 'd["ram_cache"]["kept_by"]')" planner
+echo "ok   ram_cache: with a sampler it is also the planner's budget (5 MiB), and the planner keeps the cache"
 expect prefetch_threads "clairfs-fetch threads" "$(named $DAEMON_PID clairfs-fetch)" 3
 ok prefetch_threads "3 clairfs-fetch threads"
 expect prefetch_wait_ms "job.open_wait_ms" "$(st 'd["prefetch"]["job"]["open_wait_ms"]')" 1234

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <numeric>
 #include <random>
+#include <unordered_map>
 
 #include "prefetch/distributed_sampler.hpp"
 #include "prefetch/planner/loader_sim.hpp"
@@ -303,4 +304,92 @@ TEST_CASE("Readers of one shared stream in step, many opens merged: neither fall
   for (const pf::RankPosition& p : planner->Positions()) {
     CHECK(p.epoch * 480 + p.offset >= 3 * 480 - in_step);
   }
+}
+
+namespace {
+
+// Belady's offline optimum for files of equal size: `slots` files fit; on a
+// miss the file is kept if some cached file is next used later than it (that
+// one goes), as an optimal cache may also decline to keep it. Returns hits.
+uint64_t BeladyHits(const std::vector<FileId>& opens, uint64_t slots) {
+  const uint64_t never = UINT64_MAX;
+  std::vector<uint64_t> next(opens.size(), never);
+  std::unordered_map<FileId, uint64_t> later;
+  for (uint64_t i = opens.size(); i-- > 0;) {
+    auto it = later.find(opens[i]);
+    if (it != later.end()) next[i] = it->second;
+    later[opens[i]] = i;
+  }
+  std::unordered_map<FileId, uint64_t> cached;  // file -> its next use
+  uint64_t hits = 0;
+  for (uint64_t i = 0; i < opens.size(); ++i) {
+    auto it = cached.find(opens[i]);
+    if (it != cached.end()) {
+      ++hits;
+      it->second = next[i];
+      continue;
+    }
+    if (next[i] == never) continue;  // never read again: not worth a slot
+    if (cached.size() < slots) {
+      cached[opens[i]] = next[i];
+      continue;
+    }
+    auto furthest = std::max_element(cached.begin(), cached.end(),
+                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (furthest->second > next[i]) {
+      cached.erase(furthest);
+      cached[opens[i]] = next[i];
+    }
+  }
+  return hits;
+}
+
+}  // namespace
+
+TEST_CASE("Demand caching alone: the planner's hits equal Belady's offline optimum",
+          "[unit][planner]") {
+  // No fetcher: every file is read on demand and offered to Admit, so what is
+  // ready at an open is what the planner chose to keep. One rank reading in
+  // order (no loader reordering), files of equal size, no pinning of recent
+  // opens: the planner knows the exact future, so it must be exactly optimal.
+  // Then two local ranks with two loader workers each, recent opens pinned
+  // (the daemon's defaults): the opens come out of order within the loaders'
+  // windows and interleaved between the ranks, and the planner still matches
+  // the optimum computed on the opens as they came.
+  const bool two_ranks = GENERATE(false, true);
+  Job job = two_ranks ? MakeJob(120, 2, 0, 2) : MakeJob(120, 1, 0, 1);
+  if (!two_ranks) job.loader.num_workers = 0;
+  for (uint64_t& s : job.data.sizes) s = 1000;
+  job.data.total = 1000 * 120;
+  const uint64_t slots = GENERATE(uint64_t{1}, uint64_t{10}, uint64_t{40}, uint64_t{119});
+  const uint64_t seed = GENERATE(uint64_t{1}, uint64_t{2}, uint64_t{3});
+  INFO(slots << " of 120 files fit, " << (two_ranks ? "two ranks" : "one rank") << ", seed " << seed);
+  pf::FakeClock clock;
+  pf::PlannerConfig c;
+  c.local_ranks = job.ranks;
+  c.end_epoch = 3;
+  c.batch_size = job.loader.batch_size;
+  c.num_workers = job.loader.num_workers;
+  c.prefetch_factor = job.loader.prefetch_factor;
+  c.budget_bytes = slots * 1000;
+  if (!two_ranks) c.pin_recent_opens = 0;
+  pf::PlannerInput in;
+  in.order = pf::OrderSourceFromSampler(job.sampler);
+  in.file_of_index = job.data.file_of_index;
+  in.file_size = job.data.sizes;
+  auto planner = pf::Planner::Create(c, in, clock);
+  REQUIRE(planner.ok());
+  pf::NodeSimOptions opts;
+  opts.loader = job.loader;
+  opts.fetches_per_step = 0;
+  opts.seed = seed;
+  pf::NodeSim sim(**planner, clock, job.data.sizes, opts);
+  for (uint64_t e = 0; e < 3; ++e) sim.RunEpoch(job.Truth(e));
+  RequireClean(sim.report());
+  const pf::NodeSimReport& r = sim.report();
+  REQUIRE(r.opened.size() == 3 * 120);
+  const uint64_t hits = std::accumulate(r.ready.begin(), r.ready.end(), uint64_t{0});
+  const uint64_t optimum = BeladyHits(r.opened, slots);
+  CHECK(optimum > 0);
+  CHECK(hits == optimum);
 }

@@ -37,10 +37,9 @@ FLOW=(--sampler keras-flow --seed 5 --batch-size $BATCH --epochs $EPOCHS --proto
   { cat "$WORK/order.err"; fail "clairfs-order"; }
 [ "$(wc -l <"$WORK/order")" -eq $((LEAD * BATCH + EPOCHS * FILES)) ] ||
   fail "unexpected order length"
-PREFETCH_ARGS=(--ram-cache 64M --prefetch-sampler keras-flow --prefetch-root train
+PREFETCH_ARGS=(--ram-cache "$BUDGET" --prefetch-sampler keras-flow --prefetch-root train
   --prefetch-seed 5 --prefetch-batch-size $BATCH --prefetch-epochs $EPOCHS
-  --prefetch-protocol fit --prefetch-keras-version 3.15 --prefetch-budget "$BUDGET"
-  --prefetch-threads 2)
+  --prefetch-protocol fit --prefetch-keras-version 3.15 --prefetch-threads 2)
 wait_log() {  # wait_log LOG PATTERN: the daemon logged PATTERN within 5 s
   local i
   for i in $(seq 1 50); do grep -q "$2" "$1" && return 0; sleep 0.1; done
@@ -86,7 +85,8 @@ for e in per:
 assert p["deviations"] == 0 and p["resync_attempts"] == 0, p
 if not exact:
     assert p["opens"] == watcher["events"], (p["opens"], watcher)
-assert p["peak_used_bytes"] <= budget and p["max_held_bytes"] <= budget, p
+cache = everything["ram_cache"]
+assert p["peak_used_bytes"] <= budget and cache["peak_bytes"] <= budget, (p, cache)
 if exact:
     assert p["batches"]["pinned"] == readers * epochs * files // batch, p
 # The readers did shuffle: some epoch's batches ran out of batch-index order.

@@ -64,7 +64,7 @@ Config JobConfig(uint64_t budget) {
   c.prefetch_world_size = 2;
   c.prefetch_batch_size = 2;
   c.prefetch_workers = 1;
-  c.prefetch_budget = budget;
+  c.ram_cache = budget;
   return c;
 }
 
@@ -78,8 +78,8 @@ struct Fixture {
     manifest = *m;
     store = std::make_unique<MemoryPackStore>(dataset.packs);
     source = std::make_unique<PackPayloadSource>(manifest, store.get());
-    cache = std::make_unique<RamCache>(1 << 20, std::make_unique<LruPolicy>());
     config = JobConfig(budget);
+    cache = std::make_unique<RamCache>(config.ram_cache, std::make_unique<LruPolicy>());
     auto j = BuildPrefetchJob(config, *manifest, 0, 1);
     REQUIRE(j.ok());
     job = std::move(*j);
@@ -203,9 +203,35 @@ TEST_CASE("a small budget is never exceeded and opens still read right bytes",
   f.engine->Start();
   f.WaitFetched(8);
   for (uint64_t e = 0; e < 2; ++e) f.OpenEpoch(e);
+  f.engine->Stop();
   const auto p = f.engine->PlannerStats();
   CHECK(p.peak_used_bytes <= budget);
-  CHECK(f.engine->counters().max_held_bytes.load() <= budget);
+  // One owner: the cache holds exactly the files the planner counts.
+  const CacheStats c = f.cache->Snapshot();
+  CHECK(c.owned);
+  CHECK(c.peak_bytes <= budget);
+  CHECK(c.bytes == p.resident_bytes + p.in_flight_bytes);
+  CHECK(c.evictions == 0);  // the cache never chose a victim itself
+}
+
+TEST_CASE("demand-read files are kept or not as the planner decides, within one budget",
+          "[prefetch_engine]") {
+  const uint64_t budget = 12000;  // about 11 of the 40 files
+  Fixture f(budget);              // not started: every file is read on demand
+  for (uint64_t e = 0; e < 2; ++e) f.OpenEpoch(e);
+  const auto p = f.engine->PlannerStats();
+  const CacheStats c = f.cache->Snapshot();
+  CHECK(f.engine->counters().admitted.load() > 0);
+  CHECK(p.admissions == f.engine->counters().admitted.load());
+  CHECK(c.declined > 0);  // some files were not worth keeping
+  CHECK(c.bytes == p.resident_bytes);
+  CHECK(c.peak_bytes <= budget);
+  // The kept files are the ones the planner counts: each reads from RAM.
+  CHECK(p.resident_files > 0);
+  CHECK(c.entries == p.resident_files);
+  // Dropping the cache tells the planner.
+  f.cache->Clear();
+  CHECK(f.engine->PlannerStats().resident_bytes == 0);
 }
 
 TEST_CASE("opens outside the prediction are deviations and still served", "[prefetch_engine]") {

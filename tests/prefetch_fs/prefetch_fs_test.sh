@@ -35,10 +35,10 @@ PYEOF
 pack "$WORK/src" "$WORK/out" --partitions 2
 
 BUDGET=$((4 * 1024 * 1024))
-PREFETCH_ARGS=(--ram-cache 64M
+PREFETCH_ARGS=(--ram-cache "$BUDGET"
   --prefetch-sampler torch-distributed --prefetch-root train --prefetch-seed 5
   --prefetch-epochs 2 --prefetch-world-size 2 --prefetch-workers 2 --prefetch-batch-size 8
-  --prefetch-budget "$BUDGET" --prefetch-threads 2)
+  --prefetch-threads 2)
 wait_log() {  # wait_log LOG PATTERN: the daemon logged PATTERN within 5 s
   local i
   for i in $(seq 1 50); do grep -q "$2" "$1" && return 0; sleep 0.1; done
@@ -82,8 +82,10 @@ cp "$WORK/mnt/.clairfs/stats.json" "$WORK/stats.deviating.json"
 "$PY" - "$WORK" "$BUDGET" <<'PYEOF' || { cat "$WORK/daemon.log"; cat "$WORK/stats.exact.json"; fail "stats check failed"; }
 import json, sys
 work, budget = sys.argv[1], int(sys.argv[2])
-e = json.load(open(work + "/stats.exact.json"))["prefetch"]
-d = json.load(open(work + "/stats.deviating.json"))["prefetch"]
+exact = json.load(open(work + "/stats.exact.json"))
+e, cache = exact["prefetch"], exact["ram_cache"]
+deviating = json.load(open(work + "/stats.deviating.json"))
+d = deviating["prefetch"]
 window = 2 * 2 * 2 * 8  # ranks x workers x prefetch_factor x batch: the loader's own read-ahead
 opens, ready = e["opens"], e["ready"]
 print("exact run: opens %d ready %d (page cache %d, ram %d) stalls %d waits %d wait %.1f ms "
@@ -98,7 +100,9 @@ assert [p["epoch"] for p in per] == [0, 1] and sum(p["opens"] for p in per) == o
 assert per[1]["ready"] == per[1]["opens"] and per[1]["stalls"] == 0, per
 assert opens - ready <= 0.01 * (opens - window), "too few ready opens after the first window"
 assert e["predicted"] >= opens - window, e
-assert e["peak_used_bytes"] <= budget and e["max_held_bytes"] <= budget, e
+# One budget: the RAM cache holds only what the planner counts.
+assert e["peak_used_bytes"] <= budget and cache["capacity_bytes"] == budget, (e, cache)
+assert cache["kept_by"] == "planner" and deviating["ram_cache"]["peak_bytes"] <= budget, cache
 assert e["budget_bytes"] == budget, e
 assert e["evictions"] > 0, "a 4 MiB budget over 11 MB of data must evict"
 print("deviating run: opens %d deviations %d resyncs %d lost %s"
@@ -113,11 +117,12 @@ for chunk in open(work + "/samples").read().split("@@"):
     if not chunk:
         continue
     try:
-        p = json.loads(chunk)["prefetch"]
+        sample = json.loads(chunk)
     except ValueError:
         continue
     n += 1
-    assert p["used_bytes"] <= budget and p["held_bytes"] <= budget, p
+    p = sample["prefetch"]
+    assert p["used_bytes"] <= budget and sample["ram_cache"]["bytes"] <= budget, sample
 print("budget held in %d samples" % n)
 PYEOF
 
@@ -153,10 +158,10 @@ wait "$DAEMON_PID" || fail "clairfsd did not exit cleanly"
 { echo "# clairfs-order v1"; echo "# world-size 1"
   for e in 0 1; do echo "# epoch $e rank 0"; sed -n "$((e * 320 + 1)),$(((e + 1) * 320))p" "$WORK/shared.paths"; done
 } >"$WORK/shared.order"
-mount_dataset "$WORK/out" "$WORK/mnt-shared" "$WORK/daemon-shared.log" --ram-cache 64M \
+mount_dataset "$WORK/out" "$WORK/mnt-shared" "$WORK/daemon-shared.log" --ram-cache "$BUDGET" \
   --prefetch-sampler order-file --prefetch-order-file "$WORK/shared.order" --prefetch-root train \
   --prefetch-epochs 2 --prefetch-world-size 2 --prefetch-workers 2 --prefetch-batch-size 8 \
-  --prefetch-budget "$BUDGET" --prefetch-threads 2
+  --prefetch-threads 2
 wait_log "$WORK/daemon-shared.log" "local readers of one shared stream \[0,0\]"
 MNT=$WORK/mnt-shared
 replay 7 shared --stream-world 1 --stream-rank 0
