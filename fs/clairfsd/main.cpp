@@ -223,8 +223,9 @@ int main(int argc, char** argv) {
   options.stats_sections.emplace_back("cluster", [&cluster](clairfs::JsonWriter& w) {
     cluster.WriteStats(w);
   });
-  // Declared in this order so the engine (its threads) goes first, then the
-  // pusher it uses and the ReadOrder its planner's order source references.
+  // The engine (its threads) must go before the cache it owns, the pusher it
+  // uses and the ReadOrder its planner's order source references: it is reset
+  // explicitly once unmounted (below), and declared after them as well.
   std::shared_ptr<const clairfs::prefetch::ReadOrder> order;
   fs::FusePageCachePusher pusher;
   std::unique_ptr<fs::PrefetchEngine> engine;
@@ -338,8 +339,12 @@ int main(int argc, char** argv) {
   }
   clairfs::Status st = fs::ServeFuse(&vfs, FuseOptionsFrom(config), &pusher, start,
                                      std::move(on_mounted));
-  if (watcher) watcher->Stop();
-  if (engine) engine->Stop();
+  // Unmounted: the parts go in this order, whatever their declaration order.
+  // Nothing reports opens any more, then nothing fetches, then the engine
+  // hands the RAM cache back (it is the cache's owner until its destructor).
+  live_watcher.store(nullptr);
+  watcher.reset();
+  engine.reset();
   if (!st.ok()) clairfs::Log(clairfs::LogLevel::kError, st.ToString());
   // Unmounted: wait for the other ranks, which may still read from this one.
   // Both steps are bounded (shutdown_wait_ms each), and SIGTERM is ignored
