@@ -1,9 +1,10 @@
 // CachePolicy: which cached block RamCache evicts next.
 //
-// RamCache owns the bytes and the budget; the policy only orders keys. The
-// prefetch issue replaces LruPolicy with a clairvoyant (Belady) policy behind
-// this interface. Single-thread: RamCache calls it under its own lock, so an
-// implementation must be quick and must not call back into the cache.
+// RamCache owns the bytes and the budget; the policy only orders keys, block
+// by block, when no FileOwner decides (with a sampler the prefetch planner
+// does, by whole files: ram_cache.hpp). Single-thread: RamCache calls it
+// under its own lock, so an implementation must be quick and must not call
+// back into the cache.
 #pragma once
 
 #include <cstdint>

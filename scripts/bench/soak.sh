@@ -8,19 +8,24 @@
 # on any wrong byte or read error, or when a daemon died.
 #
 # usage: scripts/bench/soak.sh [--minutes M] [--readers N] [--ram-cache SIZE]
-#        [--files N] [--json FILE]
+#        [--files N] [--planner] [--json FILE]
 #   --readers: in all, spread over the 4 mounts (default 64)
+#   --planner: the daemons get a prediction (an order file of 4 ranks, 3
+#              epochs, shuffled) that the random readers do not follow, so the
+#              prefetch planner owns the RAM cache and, having lost the ranks,
+#              keeps demand-read files oldest-out-first: the cache's other owner
+#              under the same churn
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$repo/${BUILD_DIR:-build}/bin
 PY=/usr/bin/python3
-minutes=20 readers=64 ram_cache=16M files=3000 json=""
+minutes=20 readers=64 ram_cache=16M files=3000 json="" planner=0
 while (($#)); do
   case $1 in
     --minutes) minutes=$2; shift 2 ;; --readers) readers=$2; shift 2 ;;
     --ram-cache) ram_cache=$2; shift 2 ;; --files) files=$2; shift 2 ;;
-    --json) json=$2; shift 2 ;;
-    *) echo "usage: $0 [--minutes M] [--readers N] [--ram-cache SIZE] [--files N] [--json FILE]" >&2; exit 2 ;;
+    --json) json=$2; shift 2 ;; --planner) planner=1; shift ;;
+    *) echo "usage: $0 [--minutes M] [--readers N] [--ram-cache SIZE] [--files N] [--planner] [--json FILE]" >&2; exit 2 ;;
   esac
 done
 ((readers >= 4)) || { echo "soak.sh: --readers must be at least 4 (one per mount)" >&2; exit 2; }
@@ -39,8 +44,25 @@ $PY "$repo/tests/integration/make_tree.py" "$W/src" --small "$files" --no-links 
 "$BIN/clairfs-partition" pack "$W/src" "$W/out" --partitions 8 --compress zstd \
   --frame-size 65536 >/dev/null
 mkdir -p "$W"/mnt{0,1,2,3}
+predict=()
+if ((planner)); then
+  $PY - "$W/src" >"$W/order" <<'ORDER'
+import os, random, sys
+root = sys.argv[1]
+files = sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs)
+print("# clairfs-order v1\n# world-size 4")
+rng = random.Random(7)
+for epoch in range(3):
+    rng.shuffle(files)
+    for rank in range(4):
+        print("# epoch %d rank %d" % (epoch, rank))
+        print("\n".join(files[rank::4]))
+ORDER
+  predict=(--prefetch-sampler order-file --prefetch-order-file "$W/order" --prefetch-epochs 3
+    --prefetch-world-size 4 --prefetch-ranks-per-node 1)
+fi
 "$MPIEXEC" -n 4 "$BIN/clairfsd" --dataset "$W/out" --mount "$W/mnt{rank}" \
-  --local-dir "$W/ssd{rank}" --ram-cache "$ram_cache" >"$W/log" 2>&1 &
+  --local-dir "$W/ssd{rank}" --ram-cache "$ram_cache" "${predict[@]}" >"$W/log" 2>&1 &
 launcher=$!
 "$BIN/clairfs-wait" "$W"/mnt{0,1,2,3} --timeout 120 --quiet || { cat "$W/log" >&2; exit 1; }
 pairs=()
@@ -49,7 +71,8 @@ for r in 0 1 2 3; do
     "$W/mnt$r/.clairfs/stats.json")
   pairs+=("$W/mnt$r:$pid")
 done
-echo "soak: $readers readers over 4 mounts for $minutes min, ram_cache $ram_cache" >&2
+echo "soak: $readers readers over 4 mounts for $minutes min, ram_cache $ram_cache" \
+  "$( ((planner)) && echo "kept by the prefetch planner" || echo "(LRU)")" >&2
 set +e
 $PY "$repo/scripts/bench/soak_readers.py" "$W/src" $((minutes * 60)) $((readers / 4)) 10 \
   "${pairs[@]}" >"$W/report.json"
@@ -73,6 +96,14 @@ for rank in range(len(s[0]["daemons"])):
           % (rank, rss[0], max(rss), rss[-1], len(rss), fds[0], fds[-1], max(fds),
              thr[0], thr[-1], max(thr)))
 EOF
+if ((planner)); then
+  for r in 0 1 2 3; do
+    $PY -c "import json,sys; s=json.load(open(sys.argv[1])); c=s['ram_cache']; p=s['prefetch']
+print('rank %s: cache kept by %s, peak %d of %d bytes; planner lost %s, admitted %d, opens %d'
+      % (sys.argv[2], c['kept_by'], c['peak_bytes'], c['capacity_bytes'], p['lost'], p['admitted'], p['opens']))" \
+      "$W/mnt$r/.clairfs/stats.json" "$r"
+  done
+fi
 kill -TERM "$launcher"; wait "$launcher" || { echo "soak: the job did not end cleanly" >&2; rc=1; }
 launcher=""
 exit $rc

@@ -5,10 +5,12 @@
 #include <fcntl.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -232,6 +234,50 @@ TEST_CASE("demand-read files are kept or not as the planner decides, within one 
   // Dropping the cache tells the planner.
   f.cache->Clear();
   CHECK(f.engine->PlannerStats().resident_bytes == 0);
+}
+
+TEST_CASE("concurrent readers and fetches: the cache holds exactly what the planner counts",
+          "[prefetch_engine]") {
+  // Four threads open and read random files (dataset or not) while the fetch
+  // threads run under a small budget: every read returns the file's bytes,
+  // the cache never goes over the budget, and once all is quiet it holds
+  // exactly the files the planner counts (these files are one block each).
+  const uint64_t budget = 12000;
+  Fixture f(budget);
+  f.engine->Start();
+  std::vector<std::string> paths;
+  for (const auto& [path, bytes] : f.dataset.contents) paths.push_back(path);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 4; ++t) {
+    readers.emplace_back([&, t] {
+      std::mt19937 rng(static_cast<uint32_t>(t));
+      for (int i = 0; i < 400; ++i) {
+        const std::string& path = paths[rng() % paths.size()];
+        auto n = f.manifest->Resolve(path);
+        if (!n.ok() || !f.vfs->Open(InodeOfNode(*n), O_RDONLY).ok()) {
+          ++wrong;
+          continue;
+        }
+        auto data = f.vfs->Read(InodeOfNode(*n), 0, 1 << 20);
+        std::string got;
+        if (data.ok()) {
+          for (const ReadSlice& s : data->slices) got.append(s.data, s.size);
+        }
+        const auto& want = f.dataset.contents.at(path);
+        if (!data.ok() || got != std::string(want.begin(), want.end())) ++wrong;
+      }
+    });
+  }
+  for (auto& r : readers) r.join();
+  f.engine->Stop();
+  CHECK(wrong.load() == 0);
+  const auto p = f.engine->PlannerStats();
+  const CacheStats c = f.cache->Snapshot();
+  CHECK(c.peak_bytes <= budget);
+  CHECK(p.in_flight_bytes == 0);
+  CHECK(c.bytes == p.resident_bytes);
+  CHECK(c.entries == p.resident_files);
 }
 
 TEST_CASE("opens outside the prediction are deviations and still served", "[prefetch_engine]") {
