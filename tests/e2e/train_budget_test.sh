@@ -29,7 +29,7 @@ launcher=$!
   --epochs 3 --workers 2 --batch-size 16 --seed 5 --image-size 32 --report "$T/report.json" \
   --sample-log "$T/samples" || { echo "FAIL: training through the mounts"; cat "$T/daemons.log"; exit 1; }
 for r in 0 1; do cp "$T/mnt$r/.clairfs/stats.json" "$T/stats$r.json"; done
-for pid in $(pgrep -f "clairfsd --dataset $T/packed"); do
+for pid in $(pgrep -f "^$BIN/clairfsd --dataset $T/packed"); do
   grep -E '^Vm(HWM|RSS)' "/proc/$pid/status" | tr -s ' \n' ' '; echo
 done >"$T/memory"
 $PY "$CLAIRFS_SRC/tests/e2e/torch_samples.py" "$T/samples" "$T/data/train" >"$T/samples.json" ||
