@@ -49,7 +49,9 @@ if ((planner)); then
   $PY - "$W/src" >"$W/order" <<'ORDER'
 import os, random, sys
 root = sys.argv[1]
-files = sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs)
+# An order file is one path a line: names it cannot hold are left out.
+files = sorted(p for p in (os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root)
+                           for f in fs) if p.isprintable())
 print("# clairfs-order v1\n# world-size 4")
 rng = random.Random(7)
 for epoch in range(3):
@@ -58,7 +60,7 @@ for epoch in range(3):
         print("# epoch %d rank %d" % (epoch, rank))
         print("\n".join(files[rank::4]))
 ORDER
-  predict=(--prefetch-sampler order-file --prefetch-order-file "$W/order" --prefetch-epochs 3
+  predict=(--prefetch-sampler order-file --prefetch-layout list --prefetch-order-file "$W/order" --prefetch-epochs 3
     --prefetch-world-size 4 --prefetch-ranks-per-node 1)
 fi
 "$MPIEXEC" -n 4 "$BIN/clairfsd" --dataset "$W/out" --mount "$W/mnt{rank}" \
