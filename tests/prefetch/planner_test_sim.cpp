@@ -69,8 +69,10 @@ Job MakeJob(uint64_t n, uint64_t world, uint64_t node, uint64_t per_node,
   return job;
 }
 
+// `pin_recent_opens`: the planner's setting (default: its own choice).
 std::unique_ptr<pf::Planner> PlannerFor(const Job& job, uint64_t budget, uint64_t epochs,
-                                        const pf::Clock& clock) {
+                                        const pf::Clock& clock,
+                                        uint64_t pin_recent_opens = pf::PlannerConfig{}.pin_recent_opens) {
   pf::PlannerConfig c;
   c.local_ranks = job.ranks;
   c.end_epoch = epochs;
@@ -78,6 +80,7 @@ std::unique_ptr<pf::Planner> PlannerFor(const Job& job, uint64_t budget, uint64_
   c.num_workers = job.loader.num_workers;
   c.prefetch_factor = job.loader.prefetch_factor;
   c.budget_bytes = budget;
+  c.pin_recent_opens = pin_recent_opens;
   pf::PlannerInput in;
   in.order = pf::OrderSourceFromSampler(job.sampler);
   in.file_of_index = job.data.file_of_index;
@@ -365,25 +368,13 @@ TEST_CASE("Demand caching alone: the planner's hits equal Belady's offline optim
   const uint64_t seed = GENERATE(uint64_t{1}, uint64_t{2}, uint64_t{3});
   INFO(slots << " of 120 files fit, " << (two_ranks ? "two ranks" : "one rank") << ", seed " << seed);
   pf::FakeClock clock;
-  pf::PlannerConfig c;
-  c.local_ranks = job.ranks;
-  c.end_epoch = 3;
-  c.batch_size = job.loader.batch_size;
-  c.num_workers = job.loader.num_workers;
-  c.prefetch_factor = job.loader.prefetch_factor;
-  c.budget_bytes = slots * 1000;
-  if (!two_ranks) c.pin_recent_opens = 0;
-  pf::PlannerInput in;
-  in.order = pf::OrderSourceFromSampler(job.sampler);
-  in.file_of_index = job.data.file_of_index;
-  in.file_size = job.data.sizes;
-  auto planner = pf::Planner::Create(c, in, clock);
-  REQUIRE(planner.ok());
+  auto planner = PlannerFor(job, slots * 1000, 3, clock,
+                            two_ranks ? pf::PlannerConfig{}.pin_recent_opens : 0);
   pf::NodeSimOptions opts;
   opts.loader = job.loader;
   opts.fetches_per_step = 0;
   opts.seed = seed;
-  pf::NodeSim sim(**planner, clock, job.data.sizes, opts);
+  pf::NodeSim sim(*planner, clock, job.data.sizes, opts);
   for (uint64_t e = 0; e < 3; ++e) sim.RunEpoch(job.Truth(e));
   RequireClean(sim.report());
   const pf::NodeSimReport& r = sim.report();
