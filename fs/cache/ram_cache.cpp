@@ -96,7 +96,9 @@ void RamCache::InsertLocked(BlockKey key, const BlockRef& block, std::vector<Blo
   }
   // With an owner this holds unless its eviction of another file has not
   // reached EraseFile yet (a moment after its decision): the block is then
-  // served and not kept, and the owner learns it when it checks.
+  // served and not kept, and the owner counts the file without its bytes
+  // until it drops it (a fetch checks and tells it at once) - never fewer
+  // bytes than the cache holds.
   if (bytes_ + size > capacity_) {
     ++counters_.rejected;
     return;
@@ -154,13 +156,6 @@ void RamCache::SetOwner(FileOwner* owner) {
   Clear();
   std::lock_guard<std::mutex> lock(mu_);
   owner_ = owner;
-}
-
-void RamCache::Erase(BlockKey key) {
-  std::vector<BlockRef> dropped;  // freed after the lock is released
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = blocks_.find(key);
-  if (it != blocks_.end()) RemoveLocked(it, &dropped);
 }
 
 void RamCache::EraseFile(uint32_t node) {

@@ -70,10 +70,8 @@ class RamCache {
   // lock for all.
   bool LookupAll(const std::vector<BlockKey>& keys, std::vector<BlockRef>* out,
                  bool count = true);
-  // Drops the block for `key` if cached; readers holding it keep it alive.
-  // Not counted as an eviction.
-  void Erase(BlockKey key);
-  // Drops every cached block of file `node` (the owner's evictions), as Erase.
+  // Drops every cached block of file `node` (the owner's evictions); readers
+  // holding them keep them alive. Not counted as evictions.
   void EraseFile(uint32_t node);
   // Drops every block (a test hook, and for a future memory-pressure signal);
   // the owner is told of each file.
