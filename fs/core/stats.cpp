@@ -53,6 +53,8 @@ void WriteDataPathStats(clairfs::JsonWriter& w, const Stats& s, const CacheStats
       .Integer("opendir", Get(s.opendirs))
       .Integer("open", Get(s.opens))
       .Integer("read", Get(s.reads))
+      .Integer("found_awake", Get(s.found_awake))
+      .Number("spin_s", static_cast<double>(Get(s.spin_ns)) / 1e9)
       .EndObject();
 }
 

@@ -30,6 +30,9 @@ struct Stats {
   // Requests that reached the daemon: namespace traffic, and READs of
   // dataset files (whatever the kernel's page cache did not have).
   std::atomic<uint64_t> lookups{0}, getattrs{0}, readdirs{0}, opendirs{0}, opens{0}, reads{0};
+  // The reading thread (fuse_spin_us): requests it found while still looking
+  // before sleeping, and the time it spent looking.
+  std::atomic<uint64_t> found_awake{0}, spin_ns{0};
 
   static void Add(std::atomic<uint64_t>& c, uint64_t v) {
     c.fetch_add(v, std::memory_order_relaxed);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fs/base/log.hpp"
+#include "fs/core/spin_window.hpp"
 #include "fs/fuse/fuse_ops.hpp"
 #include "fs/fuse/mount_tuning.hpp"
 
@@ -121,12 +122,12 @@ extern "C" void OnStopSignal(int sig) {
 // blocking (fuse_session_loop can block in read() when the signal came just
 // before), so the thread sleeps in poll() on /dev/fuse and on a pipe that
 // SIGTERM, SIGINT and SIGHUP write to, and reads /dev/fuse only when a
-// request is there. With `spin`, it looks for the next request that long
-// (poll with no timeout, again and again) before it sleeps: a request that
-// finds it awake is answered without waking a sleeping CPU, which here cost
-// more than the rest of the round trip (docs/benchmarks.md). Returns 0 once
-// unmounted or stopped, -errno on a failure.
-int ReadAndAnswer(fuse_session* se, std::chrono::microseconds spin) {
+// request is there. Before it sleeps it keeps looking (poll with no timeout,
+// again and again) for as long as `spin` says: a request that finds it awake
+// is answered without waking a sleeping CPU, which here cost more than the
+// rest of the round trip (docs/benchmarks.md). Returns 0 once unmounted or
+// stopped, -errno on a failure.
+int ReadAndAnswer(fuse_session* se, SpinWindow spin, Stats* stats) {
   // The pipe is never closed: a handler already running on another thread
   // when the loop ends may still write to it, and a closed number could by
   // then belong to a file that byte would land in. One per process.
@@ -139,19 +140,31 @@ int ReadAndAnswer(fuse_session* se, std::chrono::microseconds spin) {
   sigemptyset(&on_stop.sa_mask);
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &on_stop, nullptr);
 
+  using Clock = std::chrono::steady_clock;
   pollfd fds[2] = {{fuse_session_fd(se), POLLIN, 0}, {stop_pipe[0], POLLIN, 0}};
   fuse_buf buf = {};
   int rc = 0;
   while (!fuse_session_exited(se)) {
-    if (spin.count() > 0) {  // look again and again before sleeping
-      const auto until = std::chrono::steady_clock::now() + spin;
-      while (::poll(fds, 2, 0) == 0 && std::chrono::steady_clock::now() < until) {
+    const auto idle_from = Clock::now();
+    bool found_looking = false;
+    if (spin.current().count() > 0) {
+      const auto until = idle_from + spin.current();
+      auto now = idle_from;
+      while (!(found_looking = ::poll(fds, 2, 0) > 0) && (now = Clock::now()) < until) {
       }
+      Stats::Add(stats->spin_ns, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     (found_looking ? Clock::now() : now) - idle_from)
+                                     .count());
     }
-    if (::poll(fds, 2, -1) < 0) {
+    if (!found_looking && ::poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
       rc = -errno;
       break;
+    }
+    if (spin.max().count() > 0) {
+      spin.Observe(std::chrono::duration_cast<SpinWindow::us>(Clock::now() - idle_from),
+                   found_looking);
+      if (found_looking) Stats::Add(stats->found_awake, 1);
     }
     if (fds[1].revents != 0) break;
     const int got = fuse_session_receive_buf(se, &buf);
@@ -251,7 +264,7 @@ Status ServeFuse(Vfs* vfs, const FuseOptions& options, FusePageCachePusher* push
   fuse_loop_cfg_set_clone_fd(loop, options.clone_fd ? 1 : 0);
   fuse_loop_cfg_set_max_threads(loop, options.fuse_threads);
   const int rc = options.fuse_threads == 1
-                     ? ReadAndAnswer(se, std::chrono::microseconds(options.spin_us))
+                     ? ReadAndAnswer(se, SpinWindow(SpinWindow::us(options.spin_us)), vfs->stats())
                      : fuse_session_loop_mt(se, loop);
   // Stopping: READs still queued are dropped (the kernel fails them when the
   // device closes below); the ones being answered finish first, within

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "fs/vfs/read_dispatch.hpp"
+
 namespace clairfs::fs {
 namespace {
 
@@ -120,14 +122,8 @@ void ReplyRead(fuse_req_t req, const Result<ReadData>& r) {
 
 void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
   const Session& s = S(req);
-  const uint64_t offset = static_cast<uint64_t>(off);
-  if (auto ready = s.vfs->ReadIfReady(ino, offset, size)) {
-    ReplyRead(req, *ready);
-    return;
-  }
-  Vfs* vfs = s.vfs;
-  auto answer = [req, vfs, ino, offset, size] { ReplyRead(req, vfs->Read(ino, offset, size)); };
-  if (s.waiting_reads == nullptr || !s.waiting_reads->TrySubmit(answer)) answer();
+  DispatchRead(s.vfs, s.waiting_reads, ino, static_cast<uint64_t>(off), size,
+               [req](const Result<ReadData>& r) { ReplyRead(req, r); });
 }
 
 void Release(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }

@@ -91,6 +91,7 @@ class Vfs {
   uint64_t root_ino() const { return 1; }
   const format::Manifest& manifest() const { return *manifest_; }
   const ControlFiles& control() const { return control_; }
+  Stats* stats() const { return stats_; }
   // Sets the open observer after construction (the prefetcher is built after
   // the Vfs); call before serving.
   void SetOpenObserver(OpenObserver* observer) { options_.open_observer = observer; }
