@@ -159,13 +159,23 @@ Result<size_t> PayloadDecoder::Read(const RandomAccessFile& pack, const PayloadL
     if (pos + e.stored_size > loc.offset + loc.stored_size) {
       return Status::Corruption(what + ": frame " + std::to_string(i) + " outside the payload");
     }
-    stored_.resize(e.stored_size);
-    CLAIRFS_RETURN_IF_ERROR(pack.ReadExact(pos, e.stored_size, stored_.data()));
     const uint64_t want_lo = std::max(offset, fstart);
     const uint64_t want_hi = std::min<uint64_t>(offset + length, fstart + raw);
     char* out = dst + (want_lo - offset);
+    const bool whole = want_lo == fstart && want_hi == fstart + raw;
+    if (whole && e.codec == static_cast<uint8_t>(Codec::kRaw) && e.stored_size == raw) {
+      // Straight into place and checked there, like a raw file: no detour.
+      CLAIRFS_RETURN_IF_ERROR(pack.ReadExact(pos, raw, out));
+      if (Checksum(out, raw) != e.checksum) {
+        return Status::Corruption(what + " (frame " + std::to_string(i) + "): checksum mismatch");
+      }
+      pos += e.stored_size;
+      continue;
+    }
+    stored_.resize(e.stored_size);
+    CLAIRFS_RETURN_IF_ERROR(pack.ReadExact(pos, e.stored_size, stored_.data()));
     const std::string frame_what = what + " (frame " + std::to_string(i) + ")";
-    if (want_lo == fstart && want_hi == fstart + raw) {
+    if (whole) {
       CLAIRFS_RETURN_IF_ERROR(
           DecodeFrame(stored_.data(), e.stored_size, e.codec, e.checksum, out, raw, frame_what));
     } else {
