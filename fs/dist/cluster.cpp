@@ -116,7 +116,8 @@ Status Cluster::Serve() {
   if (transport_) {
     DistributedPackStore* store = store_.get();
     CLAIRFS_RETURN_IF_ERROR(transport_->Start(
-        [store](int peer, const PackRead& r) { return store->Serve(peer, r); }, server_threads_));
+        [store](int peer, const PackRead& r) { return store->Serve(peer, r); }, server_threads_,
+        [store](int peer, const PackRead& r) { return store->ServeIfCached(peer, r); }));
   }
   if (stager_) stager_->Start();
   return Status::Ok();
@@ -151,6 +152,7 @@ void Cluster::WriteStats(clairfs::JsonWriter& w) const {
         .Integer("replies_received", n->replies_received)
         .Integer("timeouts", n->timeouts)
         .Integer("requests_served", n->requests_served)
+        .Integer("served_at_once", n->served_at_once)
         .Integer("bytes_served", n->bytes_served)
         .Integer("rejected_messages", n->rejected_messages)
         .Integer("unknown_replies", n->unknown_replies)

@@ -107,7 +107,7 @@ Result<const format::RandomAccessFile*> DistributedPackStore::Reread(
   return shared;
 }
 
-Result<std::vector<char>> DistributedPackStore::Serve(int peer, const PackRead& read) {
+Status DistributedPackStore::CheckServed(const PackRead& read) const {
   if (read.partition > manifest_->partition_count() || !ownership_.Holds(rank_, read.partition)) {
     return Status::NotFound("rank " + std::to_string(rank_) + " does not hold partition " +
                             std::to_string(read.partition));
@@ -116,6 +116,26 @@ Result<std::vector<char>> DistributedPackStore::Serve(int peer, const PackRead& 
   if (read.offset > size || read.length > size - read.offset) {
     return Status::InvalidArgument("read past the end of " + manifest_->PackName(read.partition));
   }
+  return Status::Ok();
+}
+
+std::optional<Result<std::vector<char>>> DistributedPackStore::ServeIfCached(int peer,
+                                                                            const PackRead& read) {
+  (void)peer;
+  if (Status st = CheckServed(read); !st.ok()) return Result<std::vector<char>>(st);
+  const format::RandomAccessFile* file =
+      stager_ != nullptr ? stager_->Staged(read.partition) : nullptr;
+  if (file == nullptr) file = shared_.IfOpen(read.partition);
+  if (file == nullptr) return std::nullopt;
+  std::vector<char> out(read.length);
+  if (!file->ReadIfCached(read.offset, read.length, out.data())) return std::nullopt;
+  counters_.served_reads++;
+  counters_.served_bytes += read.length;
+  return Result<std::vector<char>>(std::move(out));
+}
+
+Result<std::vector<char>> DistributedPackStore::Serve(int peer, const PackRead& read) {
+  CLAIRFS_RETURN_IF_ERROR(CheckServed(read));
   auto file = Own(read.partition);
   if (!file.ok()) return file.status();
   std::vector<char> out(read.length);

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,10 @@ class DistributedPackStore final : public PackStore {
                                                  const format::RandomAccessFile* damaged) override;
   // Answers a peer's read of a partition this rank holds.
   Result<std::vector<char>> Serve(int peer, const PackRead& read);
+  // Serve's answer when it needs no wait: a refusal, or bytes of an open copy
+  // that are all in the page cache. Nothing when the disk (or an open) would
+  // be waited for: then call Serve, where waiting is fine.
+  std::optional<Result<std::vector<char>>> ServeIfCached(int peer, const PackRead& read);
   const DistCounters& counters() const { return counters_; }
   const Ownership& ownership() const { return ownership_; }
 
@@ -69,6 +74,8 @@ class DistributedPackStore final : public PackStore {
   class RemotePack;
   // This rank's copy of a partition it holds: staged, else the dataset's.
   Result<const format::RandomAccessFile*> Own(uint32_t p);
+  // Whether this rank may answer `read` (holds the partition, in its bounds).
+  Status CheckServed(const PackRead& read) const;
   bool Suspect(int peer) const;
   void MarkSuspect(int peer);
 

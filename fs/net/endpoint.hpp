@@ -16,6 +16,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -36,13 +37,17 @@ struct OutMessage {
 struct EndpointCounters {
   std::atomic<uint64_t> reads_sent{0}, replies_received{0}, timeouts{0};
   std::atomic<uint64_t> requests_served{0}, bytes_served{0}, rejected_messages{0};
+  std::atomic<uint64_t> served_at_once{0};  // of requests_served: without a server thread
   std::atomic<uint64_t> unknown_replies{0};
 };
 
 class Endpoint {
  public:
+  // Reads of at most kServeNowBytes that `serve_now` (optional) answers are
+  // answered by the thread delivering the request batch.
+  static constexpr uint32_t kServeNowBytes = 256u << 10;
   Endpoint(int rank, int size, Transport::ServeFn serve, int server_threads,
-           size_t max_queued_requests = 4096);
+           Transport::ServeNowFn serve_now = {}, size_t max_queued_requests = 4096);
   ~Endpoint();
 
   // Client side.
@@ -73,10 +78,13 @@ class Endpoint {
     wire::Request request;
   };
   void ServerLoop();
+  // The reply to `request` carrying `data` (a ServeFn's answer), counted.
+  wire::Reply Answer(const wire::Request& request, Result<std::vector<char>> data);
   void Complete(uint64_t id, Result<std::vector<char>> result);
 
   const int rank_, size_;
   const Transport::ServeFn serve_;
+  const Transport::ServeNowFn serve_now_;
   const size_t max_queued_;
   EndpointCounters counters_;
 

@@ -123,9 +123,9 @@ Result<std::vector<int>> LoopbackTransport::Gather(int value, SteadyClock::time_
   return fabric_->Gather(rank_, value, deadline);
 }
 
-Status LoopbackTransport::Start(ServeFn serve, int server_threads) {
+Status LoopbackTransport::Start(ServeFn serve, int server_threads, ServeNowFn serve_now) {
   endpoint_ = std::make_unique<Endpoint>(rank_, fabric_->size(), std::move(serve),
-                                         server_threads);
+                                         server_threads, std::move(serve_now));
   progress_ = std::thread([this] { Progress(); });
   return Status::Ok();
 }

@@ -81,7 +81,7 @@ class LoopbackTransport final : public Transport {
   Status Broadcast(std::vector<char>* bytes, int root,
                    SteadyClock::time_point deadline) override;
   Result<std::vector<int>> Gather(int value, SteadyClock::time_point deadline) override;
-  Status Start(ServeFn serve, int server_threads) override;
+  Status Start(ServeFn serve, int server_threads, ServeNowFn serve_now = {}) override;
   void Read(int peer, const PackRead& read, SteadyClock::time_point deadline,
             ReplyFn done) override;
   Status Barrier(SteadyClock::time_point deadline) override;

@@ -140,8 +140,9 @@ Result<std::vector<int>> MpiTransport::Gather(int value, SteadyClock::time_point
   return all;
 }
 
-Status MpiTransport::Start(ServeFn serve, int server_threads) {
-  endpoint_ = std::make_unique<Endpoint>(rank_, size_, std::move(serve), server_threads);
+Status MpiTransport::Start(ServeFn serve, int server_threads, ServeNowFn serve_now) {
+  endpoint_ = std::make_unique<Endpoint>(rank_, size_, std::move(serve), server_threads,
+                                         std::move(serve_now));
   progress_ = std::thread([this] {
     NameThread("clairfs-mpi");
     Progress();

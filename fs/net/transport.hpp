@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "fs/base/status.hpp"
@@ -39,6 +40,10 @@ class Transport {
   using ReplyFn = std::function<void(Result<std::vector<char>>)>;
   // Answers a peer's read; called on a server thread, may block on disk.
   using ServeFn = std::function<Result<std::vector<char>>(int peer, const PackRead&)>;
+  // ServeFn's answer when it needs no wait (bytes in the page cache, a
+  // refusal), nothing otherwise; called on the thread that moves messages.
+  using ServeNowFn =
+      std::function<std::optional<Result<std::vector<char>>>(int peer, const PackRead&)>;
 
   virtual ~Transport() = default;
   virtual int rank() const = 0;
@@ -52,8 +57,10 @@ class Transport {
   // at `deadline` (ETIMEDOUT) when a rank never takes part.
   virtual Result<std::vector<int>> Gather(int value, SteadyClock::time_point deadline) = 0;
   // Starts the threads that move messages and `server_threads` (>= 1) that
-  // serve peers' reads. Not thread-safe; call once.
-  virtual Status Start(ServeFn serve, int server_threads) = 0;
+  // serve peers' reads. With `serve_now`, a small read it can answer at once
+  // is answered by the thread that received it, without a hand-off to a
+  // server thread. Not thread-safe; call once.
+  virtual Status Start(ServeFn serve, int server_threads, ServeNowFn serve_now = {}) = 0;
   // Asynchronous read from `peer` (never this rank).
   virtual void Read(int peer, const PackRead& read, SteadyClock::time_point deadline,
                     ReplyFn done) = 0;

@@ -25,6 +25,13 @@ class PosixPackStore final : public PackStore {
   PosixPackStore(std::string dir, std::shared_ptr<const format::Manifest> manifest,
                  PackReadahead* readahead = nullptr);
   Result<const format::RandomAccessFile*> Pack(uint32_t partition) override;
+  // The pack of `partition` if it is open already, else null (never opens:
+  // no wait for the file system).
+  const format::RandomAccessFile* IfOpen(uint32_t partition) const {
+    return partition <= manifest_->partition_count()
+               ? files_[partition].load(std::memory_order_acquire)
+               : nullptr;
+  }
 
  private:
   const std::string dir_;

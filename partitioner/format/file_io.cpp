@@ -2,6 +2,7 @@
 
 #include <fcntl.h>  // also sync_file_range (GNU)
 #include <sys/stat.h>
+#include <sys/uio.h>  // preadv2, RWF_NOWAIT
 #include <unistd.h>
 
 #include <cstring>
@@ -43,6 +44,21 @@ Status PosixRandomAccessFile::ReadExact(uint64_t offset, size_t size, void* dst)
     done += static_cast<size_t>(n);
   }
   return Status::Ok();
+}
+
+bool PosixRandomAccessFile::ReadIfCached(uint64_t offset, size_t size, void* dst) const {
+  char* p = static_cast<char*>(dst);
+  size_t done = 0;
+  while (done < size) {
+    iovec iov{p + done, size - done};
+    const ssize_t n = ::preadv2(fd_, &iov, 1, static_cast<off_t>(offset + done), RWF_NOWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    // A short count with RWF_NOWAIT: the next page is not cached (or the end
+    // of the file); either way the caller reads the usual way.
+    if (n <= 0 || static_cast<size_t>(n) < size - done) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
 }
 
 void PosixRandomAccessFile::WillNeed(uint64_t offset, size_t size) const {

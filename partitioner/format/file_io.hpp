@@ -22,6 +22,11 @@ class RandomAccessFile {
   // A hint that [offset, offset + size) will be read soon; may start reading
   // it in the background. Never fails; the default does nothing.
   virtual void WillNeed(uint64_t offset, size_t size) const {}
+  // Reads exactly `size` bytes at `offset` into `dst` only if that needs no
+  // wait for a device (all of them in the page cache); false otherwise, and
+  // then `dst` holds anything. Errors are false too: ReadExact reports them.
+  // The default never reads.
+  virtual bool ReadIfCached(uint64_t offset, size_t size, void* dst) const { return false; }
 };
 
 // A RandomAccessFile over a file descriptor (pread). Thread-safe.
@@ -34,6 +39,8 @@ class PosixRandomAccessFile final : public RandomAccessFile {
   // posix_fadvise(WILLNEED): the kernel reads the range into its page cache
   // asynchronously.
   void WillNeed(uint64_t offset, size_t size) const override;
+  // preadv2 with RWF_NOWAIT (EAGAIN, or a short count, when a page is not cached).
+  bool ReadIfCached(uint64_t offset, size_t size, void* dst) const override;
   uint64_t size() const { return size_; }
 
  private:

@@ -83,7 +83,8 @@ struct Ranks {
     for (int r = 0; r < n; ++r) {
       DistributedPackStore* s = stores[r].get();
       auto serve = [s](int peer, const PackRead& rd) { return s->Serve(peer, rd); };
-      REQUIRE(transports[r]->Start(serve, 2).ok());
+      auto serve_now = [s](int peer, const PackRead& rd) { return s->ServeIfCached(peer, rd); };
+      REQUIRE(transports[r]->Start(serve, 2, serve_now).ok());
     }
   }
   ~Ranks() {
@@ -268,6 +269,27 @@ TEST_CASE("peers refuse reads of partitions they do not hold or past the end", "
   const uint64_t size = d.manifest->partition(0).pack_bytes;
   CHECK(ranks.stores[0]->Serve(1, {0, size - 5, 10}).status().code() == Code::kInvalidArgument);
   CHECK(ranks.stores[0]->Serve(1, {0, size - 5, 5}).ok());
+  // Refusals need no wait: ServeIfCached answers them too.
+  auto not_held = ranks.stores[0]->ServeIfCached(1, {1, 0, 10});
+  REQUIRE(not_held.has_value());
+  CHECK(not_held->status().IsNotFound());
+  auto past = ranks.stores[0]->ServeIfCached(1, {0, size - 5, 10});
+  REQUIRE(past.has_value());
+  CHECK(past->status().code() == Code::kInvalidArgument);
+  // Bytes Serve just read (so the pack is open and those pages cached) come
+  // at once, the same bytes.
+  auto served = ranks.stores[0]->Serve(1, {0, 0, 4096});
+  REQUIRE(served.ok());
+  auto now = ranks.stores[0]->ServeIfCached(1, {0, 0, 4096});
+  REQUIRE(now.has_value());
+  REQUIRE(now->ok());
+  CHECK(**now == *served);
+}
+
+TEST_CASE("ServeIfCached waits for nothing: a pack not opened yet is left to Serve", "[dist]") {
+  Dataset d(4, 1);
+  Ranks ranks(d, 2);
+  CHECK_FALSE(ranks.stores[0]->ServeIfCached(1, {0, 0, 10}).has_value());
 }
 
 TEST_CASE("per-rank paths expand rank, host and environment variables", "[dist]") {

@@ -8,6 +8,8 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -288,4 +290,51 @@ TEST_CASE("Start's server_threads is how many peers' reads are served at once", 
     client.Stop();
     server.Stop();
   }
+}
+
+TEST_CASE("reads serve_now answers skip the server threads; the others still reach them",
+          "[net]") {
+  auto fabric = std::make_shared<LoopbackFabric>(2);
+  LoopbackTransport client(fabric, 0), server(fabric, 1);
+  std::atomic<int> served_later{0};
+  auto serve = [&](int, const PackRead& read) -> Result<std::vector<char>> {
+    served_later++;
+    return testing::ExpectedBytes(1, read);
+  };
+  // Even partitions are "in the page cache": answered now; odd ones are not;
+  // partition 998 is refused at once (an error answered now is still an answer).
+  std::mutex mu;
+  std::set<std::thread::id> now_threads;
+  auto serve_now = [&](int, const PackRead& read) -> std::optional<Result<std::vector<char>>> {
+    if (read.partition == 998) return Result<std::vector<char>>(Status::NotFound("not held"));
+    if (read.partition % 2 != 0) return std::nullopt;
+    std::lock_guard lk(mu);
+    now_threads.insert(std::this_thread::get_id());
+    return Result<std::vector<char>>(testing::ExpectedBytes(1, read));
+  };
+  REQUIRE(client.Start(serve, 1).ok());
+  REQUIRE(server.Start(serve, 2, serve_now).ok());
+  std::vector<std::future<Result<std::vector<char>>>> reads;
+  for (uint32_t i = 0; i < 40; ++i) {
+    reads.push_back(std::async(std::launch::async, [&, i] {
+      return ReadSync(client, 1, PackRead{i, 100 * i, 1000 + i}, In(5000ms));
+    }));
+  }
+  for (uint32_t i = 0; i < 40; ++i) {
+    auto r = reads[i].get();
+    REQUIRE(r.ok());
+    CHECK(*r == testing::ExpectedBytes(1, PackRead{i, 100 * i, 1000 + i}));
+  }
+  // A read longer than kServeNowBytes goes to a server thread even if cached.
+  auto big = ReadSync(client, 1, PackRead{2, 0, Endpoint::kServeNowBytes + 1}, In(5000ms));
+  REQUIRE(big.ok());
+  CHECK(big->size() == Endpoint::kServeNowBytes + 1);
+  auto refused = ReadSync(client, 1, PackRead{998, 0, 10}, In(5000ms));
+  CHECK(refused.status().err() == ENOENT);
+  CHECK(served_later == 20 + 1);
+  CHECK(server.counters()->served_at_once == 20);
+  CHECK(server.counters()->requests_served == 41);
+  CHECK(now_threads.size() == 1);  // the one thread that receives messages
+  client.Stop();
+  server.Stop();
 }

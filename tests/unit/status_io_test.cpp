@@ -1,4 +1,9 @@
 // Status, Result<T>, and the POSIX file helpers of the format library.
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cerrno>
@@ -187,6 +192,37 @@ TEST_CASE("Random access files read exactly or report truncation", "[file_io]") 
     CHECK(file->ReadExact(6000, 1, buf.data()).IsCorruption());
   }
   CHECK(PosixRandomAccessFile::Open(dir.path() + "/nope").status().IsNotFound());
+}
+
+TEST_CASE("ReadIfCached reads only what the page cache holds", "[file_io]") {
+  testing::TempDir dir;
+  const std::vector<char> data = Bytes(256 << 10, 4);
+  REQUIRE(WriteFileAtomically(dir.path(), "f", data).ok());
+  auto f = PosixRandomAccessFile::Open(dir.path() + "/f");
+  REQUIRE(f.ok());
+  std::vector<char> buf(data.size());
+  REQUIRE((*f)->ReadExact(0, data.size(), buf.data()).ok());  // now cached
+  std::vector<char> got(1000);
+  REQUIRE((*f)->ReadIfCached(5000, got.size(), got.data()));
+  CHECK(std::equal(got.begin(), got.end(), data.begin() + 5000));
+  CHECK_FALSE((*f)->ReadIfCached(data.size() - 10, 100, got.data()));  // past the end
+  MemoryFile mem("mem", data);
+  CHECK_FALSE(mem.ReadIfCached(0, 10, got.data()));  // the default never reads
+
+  // Dropped from the page cache (not possible on tmpfs, where the cache is the file).
+  struct statfs fs;
+  REQUIRE(::statfs(dir.path().c_str(), &fs) == 0);
+  if (fs.f_type != TMPFS_MAGIC) {
+    const int fd = ::open((dir.path() + "/f").c_str(), O_RDONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    ::fdatasync(fd);
+    REQUIRE(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+    ::close(fd);
+    CHECK_FALSE((*f)->ReadIfCached(100 << 10, got.size(), got.data()));
+    REQUIRE((*f)->ReadExact(100 << 10, got.size(), got.data()).ok());  // read the usual way
+    REQUIRE((*f)->ReadIfCached(100 << 10, got.size(), got.data()));    // and now cached
+    CHECK(std::equal(got.begin(), got.end(), data.begin() + (100 << 10)));
+  }
 }
 
 }  // namespace
