@@ -181,6 +181,11 @@ for r in 0 1; do
   [[ $evictions -gt 0 && $over -eq 0 ]] && pass "rank $r: the RAM cache evicted and kept to its budget" \
     || fail "rank $r: RAM cache evictions $evictions, over budget $over"
   [[ $fallback -eq 0 ]] || echo "note: rank $r made $fallback reads from the dataset directory"
+  # Staged copies were just written, so most of the peer's reads find their
+  # bytes in its page cache and are answered without a server thread.
+  at_once=$(json "$T/stats$r.json" 'd["cluster"]["network"]["served_at_once"]')
+  [[ $at_once -gt 0 ]] && pass "rank $r: $at_once of the peer's reads answered by the receiving thread" \
+    || fail "rank $r: no peer read answered by the receiving thread"
 done
 
 # --- One file, one read at a time, on a quiet mount: a read after its page
