@@ -7,7 +7,9 @@
 #     same files all local (replicas 4), same reader, same order, cold.
 # Prints markdown for docs/benchmarks.md.
 #
-# usage: scripts/bench/dist.sh [--files N] [--kib K] [--mbps M] [--iops I] [--threads T]
+# usage: [PERF=DIR] scripts/bench/dist.sh [--files N] [--kib K] [--mbps M] [--iops I] [--threads T]
+# With PERF, each read phase runs under a system-wide `perf record -g`; the
+# profiles, summed per thread name and per function, land in DIR.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$repo/${BUILD_DIR:-build}/bin
@@ -69,7 +71,9 @@ t_stage=$(staged_all)
 "$BIN/clairfs-bench" --walk --root "$PFS_MNT/src" --write-list "$W/list" >/dev/null
 read_bench() {  # read_bench LABEL -> files/s
   drop_caches
-  "$BIN/clairfs-bench" --list "$W/list" --root "$W/mnt0" --threads "$threads" --seed 7 --json \
+  local perf=()  # PERF=DIR: a system-wide profile of the read, DIR/dist-KIB-LABEL.data and .txt
+  [[ -n ${PERF:-} ]] && mkdir -p "$PERF" && perf=(perf record -q -a -g -F 999 -o "$PERF/dist-$kib-$1.data" --)
+  "${perf[@]}" "$BIN/clairfs-bench" --list "$W/list" --root "$W/mnt0" --threads "$threads" --seed 7 --json \
     --label "$1" | /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); print('%.0f %.0f' % (d['files_per_s'], d['mb_per_s']))"
 }
 remote=$(read_bench remote75)
@@ -81,6 +85,16 @@ local_=$(read_bench local100)
 stop_ranks
 
 r_fps=${remote% *} l_fps=${local_% *}
+if [[ -n ${PERF:-} ]]; then
+  for label in remote75 local100; do
+    data=$PERF/dist-$kib-$label.data
+    { echo "# perf report --sort comm (thread names), then --sort comm,sym (the top 40)"
+      perf report -i "$data" --stdio --no-children --sort comm -g none 2>/dev/null | grep -v '^#' | grep -v '^$' | head -25 || true
+      echo
+      perf report -i "$data" --stdio --no-children --sort comm,sym -g none 2>/dev/null | grep -v '^#' | grep -v '^$' | head -40 || true
+    } >"${data%.data}.txt"
+  done
+fi
 echo
 echo "Setting: $files files x $kib KiB ($(awk "BEGIN {printf \"%.2f\", $bytes/2^30}") GiB) on the stand-in for a shared file system ($PFS_DESC); 4 clairfsd ranks on this host; 8 partitions."
 echo
