@@ -135,7 +135,7 @@ const std::vector<Setting>& Table() {
       {"fuse_threads", "threads reading /dev/fuse, answering at once what is in RAM, 1-64 [1]",
        [](Config* c, std::string_view v) { return ParseU32(v, 1, 64, &c->fuse_threads); },
        [](const Config& c) { return std::to_string(c.fuse_threads); }},
-      {"fuse_spin_us", "with fuse_threads 1: most us the reading thread looks for the next request before it sleeps (adapts to the gaps), 0-100000 [0]",
+      {"fuse_spin_us", "with fuse_threads 1: most us the reading thread looks for the next request before it sleeps (adapts to the gaps), 0-100000 [200]",
        [](Config* c, std::string_view v) { return ParseU32(v, 0, 100000, &c->fuse_spin_us); },
        [](const Config& c) { return std::to_string(c.fuse_spin_us); }},
       {"threads", "threads answering reads that wait for a pack or a peer, 1-1024 [10]",

@@ -51,7 +51,7 @@ struct Config {
   // before it sleeps, in microseconds. A request that finds it awake skips
   // the wake-up of a sleeping CPU (tens of microseconds on a VM), at the cost
   // of that CPU time. 0 = sleep at once.
-  uint32_t fuse_spin_us = 0;
+  uint32_t fuse_spin_us = 200;
   uint32_t threads = 10;               // threads answering READs that wait (packs, peers)
   bool clone_fd = true;                // one /dev/fuse fd per reading thread
   bool allow_other = false;            // let other users in (non-root needs user_allow_other)

@@ -30,7 +30,7 @@ struct FuseOptions {
   std::string dataset;  // shown as the mount's source (fsname)
   bool allow_other = false;
   uint32_t fuse_threads = 1;  // threads reading /dev/fuse
-  uint32_t spin_us = 0;       // with one: how long it looks for more before it sleeps
+  uint32_t spin_us = 200;     // with one: the most it looks for more before it sleeps
   uint32_t threads = 10;      // threads answering READs that wait
   bool clone_fd = true;
   double entry_timeout = 31536000, attr_timeout = 31536000, negative_timeout = 31536000;

@@ -14,6 +14,10 @@
 #        META_FILES files of the metadata test, 0 skips it [100000]
 #        REPEAT     rounds; every source runs once per round, interleaved, and
 #                   the table shows the median (and the range) [3]
+#        VARIANT    NAME=OPTIONS: one more clairfsd source, "clairfs+NAME" (cold,
+#                   warm, ram), started with these options in every round
+#                   (e.g. VARIANT="spin200=--fuse-spin-us 200") []
+#        SKIP       sources left out, e.g. "passthrough_ll clairfs+pack_readahead" []
 # Needs root (drop_caches). Writes results-tTHREADS.jsonl and a markdown
 # table (table-tTHREADS.md) into BENCH_DIR; the generated trees are kept for
 # reruns.
@@ -28,6 +32,8 @@ THREADS=${THREADS:-1}
 SIZES=${SIZES:-128K 512K 2M 8M}
 META_FILES=${META_FILES:-100000}
 REPEAT=${REPEAT:-3}
+VARIANT=${VARIANT:-}
+SKIP=${SKIP:-}
 PY=/usr/bin/python3
 SEED=42
 if [ "${1:-}" = "--quick" ]; then
@@ -131,6 +137,27 @@ run_set() {
   done
 }
 
+skipped() { [[ " $SKIP " == *" $1 "* ]]; }
+
+# clairfs_passes SOURCE [clairfsd options]: a fresh daemon's cold, warm and
+# (read mode) ram passes, in run_round's variables.
+clairfs_passes() {
+  local source=$1
+  shift
+  "$BIN/clairfsd" --dataset "$out" --mount "$MNT" --ram-cache 4G --log-level warn "$@" &
+  DAEMON=$!
+  wait_mount
+  drop_caches
+  bench "$set" "$source" cold "$MNT" "$list" "${margs[@]+"${margs[@]}"}"
+  bench "$set" "$source" warm "$MNT" "$list" "${margs[@]+"${margs[@]}"}"
+  if [ "$mode" = read ]; then
+    drop_caches
+    bench "$set" "$source" ram "$MNT" "$list" "${margs[@]+"${margs[@]}"}"
+  fi
+  cp "$MNT/.clairfs/stats.json" "$WORK/stats-$set-$source.json"
+  unmount
+}
+
 # run_round SET MODE SRC OUT LIST [bench args]: each source once.
 run_round() {
   local set=$1 mode=$2 src=$3 out=$4 list=$5
@@ -149,23 +176,24 @@ run_round() {
   # clairfsd: cold (fresh daemon, page cache dropped: data from local packs),
   # warm (second pass: kernel page cache), ram (page cache dropped again:
   # the daemon's RAM cache answers every read)
-  "$BIN/clairfsd" --dataset "$out" --mount "$MNT" --ram-cache 4G --log-level warn &
-  DAEMON=$!
-  wait_mount
-  drop_caches
-  bench "$set" clairfs cold "$MNT" "$list" "${margs[@]+"${margs[@]}"}"
-  bench "$set" clairfs warm "$MNT" "$list" "${margs[@]+"${margs[@]}"}"
-  if [ "$mode" = read ]; then
-    drop_caches
-    bench "$set" clairfs ram "$MNT" "$list" "${margs[@]+"${margs[@]}"}"
+  # With a variant, the two take turns going first: the second cold pass
+  # reads packs the first one just read, which the VM's host may still cache.
+  if [ -n "$VARIANT" ] && [ $((ROUND % 2)) = 0 ]; then
+    # shellcheck disable=SC2086  # the variant's options, split at spaces
+    clairfs_passes "clairfs+${VARIANT%%=*}" ${VARIANT#*=}
+    clairfs_passes clairfs
+  elif [ -n "$VARIANT" ]; then
+    clairfs_passes clairfs
+    # shellcheck disable=SC2086
+    clairfs_passes "clairfs+${VARIANT%%=*}" ${VARIANT#*=}
+  else
+    clairfs_passes clairfs
   fi
-  cp "$MNT/.clairfs/stats.json" "$WORK/stats-$set.json"
-  unmount
 
   # passthrough_ll (cache=always, multithreaded) over the source tree
   # clairfsd with pack_readahead: the packs are read sequentially into the
   # page cache in the background while the same cold pass runs.
-  if [ "$mode" = read ]; then
+  if [ "$mode" = read ] && ! skipped clairfs+pack_readahead; then
     "$BIN/clairfsd" --dataset "$out" --mount "$MNT" --ram-cache 4G --log-level warn \
       --pack-readahead 16G &
     DAEMON=$!
@@ -179,6 +207,7 @@ run_round() {
   # serve a tree with fewer files than the fd limit (raised to the hard limit).
   local count
   count=$(wc -l <"$list")
+  skipped passthrough_ll && return 0
   if [ "$count" -ge $(( $(ulimit -Hn) - 100 )) ]; then
     echo "  $set passthrough_ll: skipped, $count files exceed the fd limit $(ulimit -Hn)"
     return 0

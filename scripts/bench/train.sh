@@ -10,7 +10,7 @@
 #   no I/O   every file read into memory before the clock starts (--preload)
 # Writes a markdown table to stdout and a JSON with every epoch (--json FILE).
 #
-# usage: scripts/bench/train.sh [--per-class N] [--epochs E] [--mbps M] [--iops I] [--rounds R]
+# usage: [CLAIRFSD_ARGS="OPTIONS"] scripts/bench/train.sh [--per-class N] [--epochs E] [--mbps M] [--iops I] [--rounds R]
 #                               [--json FILE]
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -56,8 +56,9 @@ for ((round = 1; round <= rounds; round++)); do
   drop_caches; train "direct.$round" "$PFS_MNT/data/train"
   drop_caches
   rm -rf "$W/ssd0" "$W/ssd1"  # every round stages from the stand-in again
+  # shellcheck disable=SC2086  # CLAIRFSD_ARGS: more options, split at spaces
   "$MPIEXEC" -n 2 "$BIN/clairfsd" --config "$W/clairfs.yaml" --dataset "$PFS_MNT/packed" \
-    --mount "$W/mnt{rank}" --local-dir "$W/ssd{rank}" >"$W/log" 2>&1 &
+    --mount "$W/mnt{rank}" --local-dir "$W/ssd{rank}" ${CLAIRFSD_ARGS:-} >"$W/log" 2>&1 &
   launcher=$!
   "$BIN/clairfs-wait" "$W/mnt0" "$W/mnt1" --quiet --timeout 120 || { cat "$W/log"; exit 1; }
   train "clairfs.$round" "$W/mnt{rank}/train"
