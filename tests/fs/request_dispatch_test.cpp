@@ -16,9 +16,7 @@
 #include <catch2/catch.hpp>
 
 #include "fs/cache/cache_policy.hpp"
-#include "fs/store/memory_pack_store.hpp"
-#include "partitioner/format/manifest.hpp"
-#include "tests/unit/format_fixture.hpp"
+#include "tests/fs/memory_dataset.hpp"
 
 namespace clairfs::fs {
 namespace {
@@ -119,27 +117,26 @@ struct Replies {
 constexpr int kFiles = 12;
 constexpr size_t kFileSize = 3000;
 
-struct Fixture {
-  Fixture() {
-    ft::DatasetSpec spec;
-    spec.partition_count = 2;
-    spec.encode.frame_size = 1024;
-    for (int i = 0; i < kFiles; ++i) {
-      // Even files one raw block, odd ones framed (several blocks each).
-      auto bytes = i % 2 == 0 ? ft::RandomBytes(kFileSize, 100 + i)
-                              : ft::MixedFrames(kFileSize, 1024, 100 + i);
-      spec.files.push_back({"f" + std::to_string(i), bytes, static_cast<uint32_t>(i % 2)});
-      contents.emplace_back(bytes.begin(), bytes.end());
+// Even files one raw block, odd ones framed (several blocks each), on two partitions.
+ft::DatasetSpec DispatchSpec() {
+  ft::DatasetSpec spec;
+  spec.partition_count = 2;
+  spec.encode.frame_size = 1024;
+  for (int i = 0; i < kFiles; ++i) {
+    spec.files.push_back({"f" + std::to_string(i),
+                          i % 2 == 0 ? ft::RandomBytes(kFileSize, 100 + i)
+                                     : ft::MixedFrames(kFileSize, 1024, 100 + i),
+                          static_cast<uint32_t>(i % 2)});
+  }
+  return spec;
+}
+
+struct Fixture : MemoryDataset {
+  Fixture() : MemoryDataset(DispatchSpec()) {
+    for (const auto& file : DispatchSpec().files) {
+      contents.emplace_back(file.data.begin(), file.data.end());
     }
-    auto ds = ft::BuildDataset(spec);
-    REQUIRE(ds.ok());
-    dataset = std::move(ds).value();
-    auto m = format::Manifest::Parse(dataset.manifest, "test manifest");
-    REQUIRE(m.ok());
-    manifest = *m;
-    store = std::make_unique<MemoryPackStore>(dataset.packs);
-    packs = std::make_unique<PackPayloadSource>(manifest, store.get());
-    gated = std::make_unique<GatedSource>(packs.get());
+    gated = std::make_unique<GatedSource>(source.get());
     cache = std::make_unique<RamCache>(1 << 20, std::make_unique<LruPolicy>());
     VfsOptions o;
     o.config_text = "ram_cache: 1M\n";
@@ -152,11 +149,7 @@ struct Fixture {
   }
   uint64_t Ino(int i) { return uint64_t{Node(i)} + 1; }
 
-  ft::Dataset dataset;
   std::vector<std::string> contents;
-  std::shared_ptr<const format::Manifest> manifest;
-  std::unique_ptr<MemoryPackStore> store;
-  std::unique_ptr<PackPayloadSource> packs;
   std::unique_ptr<GatedSource> gated;
   std::unique_ptr<RamCache> cache;
   Stats stats;

@@ -13,6 +13,7 @@
 #include "fs/store/pack_readahead.hpp"
 #include "fs/store/posix_pack_store.hpp"
 #include "partitioner/format/manifest.hpp"
+#include "tests/fs/memory_dataset.hpp"
 #include "tests/unit/format_fixture.hpp"
 
 namespace clairfs::fs {
@@ -53,16 +54,9 @@ std::string Bytes(const ReadData& d) {
 std::string Str(const std::vector<char>& v) { return std::string(v.begin(), v.end()); }
 
 // A Vfs over an in-memory dataset.
-struct Fixture {
-  explicit Fixture(uint64_t cache_bytes = 1 << 20, ft::DatasetSpec spec = TrickySpec()) {
-    auto ds = ft::BuildDataset(spec);
-    REQUIRE(ds.ok());
-    dataset = std::move(ds).value();
-    auto m = format::Manifest::Parse(dataset.manifest, "test manifest");
-    REQUIRE(m.ok());
-    manifest = *m;
-    store = std::make_unique<MemoryPackStore>(dataset.packs);
-    source = std::make_unique<PackPayloadSource>(manifest, store.get());
+struct Fixture : MemoryDataset {
+  explicit Fixture(uint64_t cache_bytes = 1 << 20, ft::DatasetSpec spec = TrickySpec())
+      : MemoryDataset(spec) {
     cache = std::make_unique<RamCache>(cache_bytes, std::make_unique<LruPolicy>());
     VfsOptions o;
     o.uid = 1234;
@@ -74,10 +68,6 @@ struct Fixture {
     REQUIRE(n.ok());
     return uint64_t{*n} + 1;
   }
-  ft::Dataset dataset;
-  std::shared_ptr<const format::Manifest> manifest;
-  std::unique_ptr<MemoryPackStore> store;
-  std::unique_ptr<PackPayloadSource> source;
   std::unique_ptr<RamCache> cache;
   Stats stats;
   std::unique_ptr<Vfs> vfs;

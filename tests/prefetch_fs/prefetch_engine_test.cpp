@@ -19,6 +19,7 @@
 #include "fs/clairfsd/prefetch_setup.hpp"
 #include "fs/store/memory_pack_store.hpp"
 #include "fs/vfs/vfs.hpp"
+#include "tests/fs/memory_dataset.hpp"
 #include "tests/unit/format_fixture.hpp"
 
 namespace clairfs::fs {
@@ -70,16 +71,8 @@ Config JobConfig(uint64_t budget) {
   return c;
 }
 
-struct Fixture {
-  explicit Fixture(uint64_t budget) {
-    auto ds = ft::BuildDataset(TreeSpec());
-    REQUIRE(ds.ok());
-    dataset = std::move(ds).value();
-    auto m = format::Manifest::Parse(dataset.manifest, "test manifest");
-    REQUIRE(m.ok());
-    manifest = *m;
-    store = std::make_unique<MemoryPackStore>(dataset.packs);
-    source = std::make_unique<PackPayloadSource>(manifest, store.get());
+struct Fixture : MemoryDataset {
+  explicit Fixture(uint64_t budget) : MemoryDataset(TreeSpec()) {
     config = JobConfig(budget);
     cache = std::make_unique<RamCache>(config.ram_cache, std::make_unique<LruPolicy>());
     auto j = BuildPrefetchJob(config, *manifest, 0, 1);
@@ -125,10 +118,6 @@ struct Fixture {
     }
   }
 
-  ft::Dataset dataset;
-  std::shared_ptr<const format::Manifest> manifest;
-  std::unique_ptr<MemoryPackStore> store;
-  std::unique_ptr<PackPayloadSource> source;
   std::unique_ptr<RamCache> cache;
   Stats stats;
   Config config;
