@@ -136,20 +136,23 @@ struct Fixture : MemoryDataset {
     for (const auto& file : DispatchSpec().files) {
       contents.emplace_back(file.data.begin(), file.data.end());
     }
+    for (int i = 0; i < kFiles; ++i) {
+      auto n = manifest->Resolve("f" + std::to_string(i));
+      REQUIRE(n.ok());
+      nodes.push_back(*n);
+    }
     gated = std::make_unique<GatedSource>(source.get());
     cache = std::make_unique<RamCache>(1 << 20, std::make_unique<LruPolicy>());
     VfsOptions o;
     o.config_text = "ram_cache: 1M\n";
     vfs = std::make_unique<Vfs>(manifest, gated.get(), cache.get(), &stats, o);
   }
-  uint32_t Node(int i) {
-    auto n = manifest->Resolve("f" + std::to_string(i));
-    REQUIRE(n.ok());
-    return *n;
-  }
-  uint64_t Ino(int i) { return uint64_t{Node(i)} + 1; }
+  // Safe from any thread: no assertion (Catch2's are for the main thread only).
+  uint32_t Node(int i) const { return nodes.at(i); }
+  uint64_t Ino(int i) const { return uint64_t{Node(i)} + 1; }
 
   std::vector<std::string> contents;
+  std::vector<uint32_t> nodes;  // of f0, f1, ...
   std::unique_ptr<GatedSource> gated;
   std::unique_ptr<RamCache> cache;
   Stats stats;
