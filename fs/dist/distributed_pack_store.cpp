@@ -127,6 +127,10 @@ std::optional<Result<std::vector<char>>> DistributedPackStore::ServeIfCached(int
       stager_ != nullptr ? stager_->Staged(read.partition) : nullptr;
   if (file == nullptr) file = shared_.IfOpen(read.partition);
   if (file == nullptr) return std::nullopt;
+  // A cold range usually starts cold: one byte tells, before a buffer is
+  // allocated and zeroed for nothing.
+  char probe;
+  if (read.length > 0 && !file->ReadIfCached(read.offset, 1, &probe)) return std::nullopt;
   std::vector<char> out(read.length);
   if (!file->ReadIfCached(read.offset, read.length, out.data())) return std::nullopt;
   counters_.served_reads++;
