@@ -1,11 +1,14 @@
 // clairfs-partition: packs a dataset directory for clairfs, verifies a pack
 // against its source, and reports what a pack holds.
+#include <malloc.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "fs/base/size.hpp"
 #include "partitioner/format/manifest.hpp"
 #include "partitioner/pack/args.hpp"
 #include "partitioner/pack/inspect.hpp"
@@ -21,7 +24,7 @@ constexpr char kUsage[] =
     "usage:\n"
     "  clairfs-partition pack SRC OUT --partitions P [--replicas K]\n"
     "      [--compress zstd[:LEVEL]|none] [--placement balanced|hash|contiguous]\n"
-    "      [--broadcast GLOB]... [--threads T] [--force]\n"
+    "      [--broadcast GLOB]... [--threads T] [--memory SIZE] [--force]\n"
     "      [--frame-size BYTES] [--min-saving PERCENT] [--external-links refuse|skip|follow]\n"
     "  clairfs-partition verify OUT SRC [--threads T] [--external-links refuse|skip|follow]\n"
     "  clairfs-partition inspect OUT [--json]\n"
@@ -57,6 +60,8 @@ int RunPack(Args& a) {
   threads_given = a.Value("--threads", &threads);
   a.Value("--frame-size", &frame);
   a.Value("--min-saving", &min_saving_pct);
+  std::string memory;
+  const bool memory_given = a.Value("--memory", &memory);
   o.force = a.Flag("--force");
   std::string links = "refuse";
   a.Value("--external-links", &links);
@@ -67,7 +72,10 @@ int RunPack(Args& a) {
                          {"--frame-size", frame}, {"--threads", threads}}) {
     if (v > UINT32_MAX) return UsageError(std::string(name) + " " + std::to_string(v) + " is out of range");
   }
-  if (threads_given && threads == 0) return UsageError("--threads 0: give at least 1 (or leave it out: one per core)");
+  if (threads_given && threads == 0) return UsageError("--threads 0: give at least 1 (or leave it out: two per core)");
+  if (memory_given && !clairfs::ParseSize(memory, &o.memory)) {
+    return UsageError("--memory wants a size such as 512M or 4G, got '" + memory + "'");
+  }
   if (min_saving_pct < 0 || min_saving_pct >= 100) {
     return UsageError("--min-saving must be a percentage in [0, 100)");
   }
@@ -143,6 +151,11 @@ int RunInspect(Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A fixed threshold: buffers of 1 MiB and more are mapped and unmapped on
+  // their own. glibc's default raises the threshold after each large free and
+  // then keeps such buffers in every thread's heap, so the memory of files
+  // packed one after another by different threads would add up past --memory.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   if (argc < 2) return UsageError("no command given");
   const std::string cmd = argv[1];
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {

@@ -119,7 +119,4 @@ std::string DescribeConfig(const Config& config);
 // One line per key with its default, for --help.
 std::string ConfigHelp();
 
-// "4G", "512M", "64KiB", "1000" -> bytes (K/M/G/T are powers of 1024).
-bool ParseSize(std::string_view text, uint64_t* out);
-
 }  // namespace clairfs::fs

@@ -48,8 +48,11 @@ Status PayloadEncoder::Encode(const char* data, size_t size, EncodedPayload* out
   if (frames > UINT32_MAX) return Status::Unsupported("file too large for its frame size");
   FrameTableHeader th{kFrameTableMagic, fs, static_cast<uint32_t>(frames), 0};
   std::vector<FrameEntry> table(frames);
-  std::vector<char> body;
-  body.reserve(size / 2);
+  // The frames go straight after room for the table, which is filled last:
+  // the payload is built in one buffer (at most the file's size plus the table).
+  const size_t table_bytes = sizeof th + frames * sizeof(FrameEntry);
+  out->bytes.reserve(table_bytes + size);
+  out->bytes.resize(table_bytes);
   for (uint64_t i = 0; i < frames; ++i) {
     const char* src = data + i * fs;
     size_t len = std::min<uint64_t>(fs, size - i * fs);
@@ -58,24 +61,21 @@ Status PayloadEncoder::Encode(const char* data, size_t size, EncodedPayload* out
       e.codec = static_cast<uint8_t>(Codec::kZstd);
       e.stored_size = static_cast<uint32_t>(scratch_.size());
       e.checksum = Checksum(scratch_.data(), scratch_.size());
-      body.insert(body.end(), scratch_.begin(), scratch_.end());
+      out->bytes.insert(out->bytes.end(), scratch_.begin(), scratch_.end());
     } else {
       e.codec = static_cast<uint8_t>(Codec::kRaw);
       e.stored_size = static_cast<uint32_t>(len);
       e.checksum = Checksum(src, len);
-      body.insert(body.end(), src, src + len);
+      out->bytes.insert(out->bytes.end(), src, src + len);
     }
   }
   // Framed even when no frame compressed (16 bytes per frame): per-frame
   // checksums let a read at any offset verify only the frames it touches,
   // where a raw payload's one checksum would need the whole file.
-  const size_t table_bytes = sizeof th + frames * sizeof(FrameEntry);
   out->codec = Codec::kFramed;
-  out->bytes.resize(table_bytes);
   std::memcpy(out->bytes.data(), &th, sizeof th);
   std::memcpy(out->bytes.data() + sizeof th, table.data(), frames * sizeof(FrameEntry));
   out->checksum = Checksum(out->bytes.data(), table_bytes);
-  out->bytes.insert(out->bytes.end(), body.begin(), body.end());
   return Status::Ok();
 }
 

@@ -82,9 +82,10 @@ class PackRun {
   std::vector<PackSink> sinks_;      // P + 1
   PackSummary summary_;
 
-  std::atomic<size_t> next_{0};
-  std::mutex mu_;  // guards the sinks, the failure and all writes
-  std::condition_variable turn_;
+  size_t next_ = 0;   // the next work item to take (under mu_)
+  uint64_t held_ = 0;  // memory the taken, unwritten files may hold (under mu_)
+  std::mutex mu_;      // guards the sinks, the failure, the two above and all writes
+  std::condition_variable turn_;  // a file written or failed: its room and its pack's turn are free
   Status failure_;
   std::atomic<bool> failed_{false};
   Progress* progress_ = nullptr;
@@ -179,14 +180,41 @@ Status PackRun::Write(const WorkItem& item, const char* raw, const format::Encod
   return Status::Ok();
 }
 
+// A worker keeps its buffers from file to file up to this size; larger ones,
+// grown for a large file, are given back (the budget counts only the files
+// being packed).
+constexpr size_t kKeptBufferBytes = 8u << 20;
+
+// What a worker may hold for a file of `size` bytes: the file read whole, and
+// its payload (never larger than the file plus a frame table of 16 bytes per
+// frame of at least 4 KiB).
+uint64_t MemoryFor(uint64_t size) { return 2 * size + size / 256 + 64; }
+
 void PackRun::Worker() {
   format::EncodeOptions eo{o_.zstd_level, o_.frame_size, o_.min_saving};
   format::PayloadEncoder encoder(eo);
   std::vector<char> raw;
   format::EncodedPayload enc;
   for (;;) {
-    const size_t i = next_.fetch_add(1);
-    if (i >= work_.size() || failed_) return;
+    size_t i = 0;
+    uint64_t held = 0;
+    {
+      // Files are taken in order, each once its memory fits in the budget
+      // beside the files taken before it; a file larger than the whole budget
+      // is taken when nothing else is held, and so packed alone. Taking them
+      // in order keeps the pack's order from deadlocking: the file a pack
+      // waits for was taken earlier and already holds its room.
+      std::unique_lock lk(mu_);
+      turn_.wait(lk, [&] {
+        return failed_ || next_ >= work_.size() || held_ == 0 ||
+               held_ + MemoryFor(scan_.entries[work_[next_].entry].size) <= o_.memory;
+      });
+      if (failed_ || next_ >= work_.size()) return;
+      i = next_++;
+      held = MemoryFor(scan_.entries[work_[i].entry].size);
+      held_ += held;
+      summary_.peak_memory = std::max(summary_.peak_memory, held_);
+    }
     const WorkItem& item = work_[i];
     const ScanEntry& e = scan_.entries[item.entry];
     Status st = format::ReadWholeFile(e.source, &raw, e.size);
@@ -205,6 +233,16 @@ void PackRun::Worker() {
     turn_.notify_all();
     lk.unlock();
     progress_->Add(1, e.size);
+    // The room is given back once the buffers are: until then the next file
+    // would be read beside this one.
+    if (raw.capacity() + enc.bytes.capacity() > kKeptBufferBytes) {
+      std::vector<char>().swap(raw);  // (= {} would keep the capacity)
+      std::vector<char>().swap(enc.bytes);
+    }
+    lk.lock();
+    held_ -= held;
+    turn_.notify_all();
+    lk.unlock();
   }
 }
 
@@ -294,6 +332,10 @@ Status ValidatePackOptions(const PackOptions& o) {
   if (o.frame_size < 4096) {
     return Status::InvalidArgument("--frame-size " + std::to_string(o.frame_size) +
                                    " is too small (at least 4096)");
+  }
+  if (o.memory < (1u << 20)) {
+    return Status::InvalidArgument("--memory " + std::to_string(o.memory) +
+                                   " is too small (at least 1M)");
   }
   if (o.threads > kMaxThreads) {
     return Status::InvalidArgument("--threads " + std::to_string(o.threads) +

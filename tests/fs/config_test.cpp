@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
+#include "fs/base/size.hpp"
 #include "fs/core/config_loader.hpp"
 #include "tests/unit/format_fixture.hpp"
 

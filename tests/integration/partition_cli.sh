@@ -149,6 +149,25 @@ mkdir -p "$T/dirpack/manifest"
 expect_fail "manifest that is a directory" "manifest is a directory, not a file" "$P" inspect "$T/dirpack"
 "$P" inspect "$T/dirpack" 2>&1 | grep -q "IOError: IOError" && fail "doubled error prefix"
 
+# Memory: six 24 MiB files, six threads. With --memory 1M each is packed alone,
+# so the process holds one file and its payload (48 MiB) and its buffers, not six.
+mkdir -p "$T/big"
+for i in 0 1 2 3 4 5; do head -c 24M /dev/urandom >"$T/big/f$i"; done
+peak_kib() {  # CMD...: the command's peak resident memory in KiB, -1 when it fails
+  $PY -c 'import resource, subprocess, sys
+rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if rc == 0 else -1)' "$@"
+}
+low=$(peak_kib "$P" pack "$T/big" "$T/big.out" --partitions 2 --threads 6 --compress none --memory 1M)
+high=$(peak_kib "$P" pack "$T/big" "$T/big.out" --partitions 2 --threads 6 --compress none --force)
+echo "     peak memory packing 6 x 24 MiB: ${low} KiB with --memory 1M, ${high} KiB with the default"
+((low > 0 && low < 100 * 1024)) && pass "--memory bounds the files held at once" \
+  || fail "--memory 1M: peak ${low} KiB (one file and its payload are 48 MiB)"
+"$P" verify "$T/big.out" "$T/big" >/dev/null 2>&1 && pass "large files verify" || fail "large files verify"
+expect_fail "--memory junk" "--memory wants a size" "$P" pack "$T/big" "$T/x" --partitions 1 --memory lots
+expect_fail "--memory too small" "--memory 1024 is too small" "$P" pack "$T/big" "$T/x" --partitions 1 --memory 1K
+rm -rf "$T/big" "$T/big.out"
+
 # Root only: a full disk mid-pack, and a file root can read but others cannot.
 if [[ $(id -u) -eq 0 ]] && mkdir "$T/small" && mount -t tmpfs -o size=4M tmpfs "$T/small" 2>/dev/null; then
   expect_fail "full disk" "NoSpace: write .*No space left on device" \

@@ -13,6 +13,7 @@
 #include "partitioner/pack/args.hpp"
 #include "partitioner/pack/packer.hpp"
 #include "partitioner/pack/scan.hpp"
+#include "partitioner/pack/verify.hpp"
 
 namespace fs = std::filesystem;
 using namespace clairfs;
@@ -115,6 +116,60 @@ TEST_CASE("pack writes a manifest that maps every file", "[pack]") {
   o.force = false;
   CHECK(pack::Pack(o).status().code() == Code::kAlreadyExists);
   o.partitions = 0;
+  CHECK(pack::Pack(o).status().code() == Code::kInvalidArgument);
+}
+
+namespace {
+
+// Bytes that do not compress (so every frame is stored raw), from a seed.
+std::string Noise(size_t n, uint32_t seed) {
+  std::string s(n, '\0');
+  for (char& c : s) {
+    seed = seed * 1664525u + 1013904223u;
+    c = static_cast<char>(seed >> 24);
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("pack holds files within its memory budget, a larger file alone", "[pack]") {
+  constexpr uint64_t kSmall = 128 << 10, kLarge = 3 << 20;
+  // The budget's count for one file: the file and its payload, plus the frame table.
+  auto count = [](uint64_t size) { return 2 * size + size / 256 + 64; };
+  TempDir t;
+  for (int i = 0; i < 12; ++i) {
+    t.Write("src/d" + std::to_string(i % 3) + "/" + std::to_string(i), Noise(kSmall, i));
+  }
+  pack::PackOptions o;
+  o.src = t.path + "/src";
+  o.out = t.path + "/out";
+  o.partitions = 2;
+  o.threads = 6;
+  o.frame_size = 64 << 10;  // every file framed: a payload as large as its file
+  o.memory = 1 << 20;       // room for 3 of the small files, not 4
+  auto r = pack::Pack(o);
+  REQUIRE(r.ok());
+  CHECK(r->peak_memory >= count(kSmall));
+  CHECK(r->peak_memory <= o.memory);
+
+  t.Write("src/big", Noise(kLarge, 99));
+  o.force = true;
+  r = pack::Pack(o);
+  REQUIRE(r.ok());
+  CHECK(r->files == 13);
+  // Counted alone: with any small file beside it the peak would be larger.
+  CHECK(r->peak_memory == count(kLarge));
+
+  pack::VerifyOptions v;
+  v.out = o.out;
+  v.src = o.src;
+  auto report = pack::Verify(v);
+  REQUIRE(report.ok());
+  CHECK(report->differences.empty());
+  CHECK(report->files == 13);
+
+  o.memory = (1 << 20) - 1;
   CHECK(pack::Pack(o).status().code() == Code::kInvalidArgument);
 }
 
