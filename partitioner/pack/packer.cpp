@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <random>
 #include <thread>
 
@@ -217,8 +218,16 @@ void PackRun::Worker() {
     }
     const WorkItem& item = work_[i];
     const ScanEntry& e = scan_.entries[item.entry];
-    Status st = format::ReadWholeFile(e.source, &raw, e.size);
-    if (st.ok()) st = encoder.Encode(raw.data(), raw.size(), &enc);
+    Status st;
+    try {
+      st = format::ReadWholeFile(e.source, &raw, e.size);
+      if (st.ok()) st = encoder.Encode(raw.data(), raw.size(), &enc);
+    } catch (const std::bad_alloc&) {
+      st = Status::IOError(e.source + ": " + HumanBytes(static_cast<double>(e.size)) +
+                               " does not fit in memory (packing holds a file and its payload, "
+                               "about twice its size, at once)",
+                           ENOMEM);
+    }
     std::unique_lock lk(mu_);
     // Only the previous file of the same pack must be written first: workers
     // on other packs never wait for this one.

@@ -166,7 +166,14 @@ echo "     peak memory packing 6 x 24 MiB: ${low} KiB with --memory 1M, ${high} 
 "$P" verify "$T/big.out" "$T/big" >/dev/null 2>&1 && pass "large files verify" || fail "large files verify"
 expect_fail "--memory junk" "--memory wants a size" "$P" pack "$T/big" "$T/x" --partitions 1 --memory lots
 expect_fail "--memory too small" "--memory 1024 is too small" "$P" pack "$T/big" "$T/x" --partitions 1 --memory 1K
+# A file that cannot be held at all (address space limited to 300 MiB): a clear error, not a crash.
 rm -rf "$T/big" "$T/big.out"
+mkdir -p "$T/huge" && echo small >"$T/huge/a" && truncate -s 1G "$T/huge/sparse"
+expect_fail "file larger than memory" "sparse: 1.0 GiB does not fit in memory" \
+  bash -c 'ulimit -v 307200 && exec "$@"' - "$P" pack "$T/huge" "$T/huge.out" --partitions 1
+[[ ! -e "$T/huge.out/manifest" ]] && pass "no manifest after running out of memory" \
+  || fail "a manifest was written after running out of memory"
+rm -rf "$T/huge" "$T/huge.out"
 
 # Root only: a full disk mid-pack, and a file root can read but others cannot.
 if [[ $(id -u) -eq 0 ]] && mkdir "$T/small" && mount -t tmpfs -o size=4M tmpfs "$T/small" 2>/dev/null; then
