@@ -21,6 +21,9 @@ namespace {
 
 using format::Manifest;
 
+// Bytes of a framed file compared at a time (a whole number of default frames).
+constexpr uint64_t kChunkBytes = 8u << 20;
+
 // Compares file contents on `threads` workers; differences are appended under a lock.
 class ContentCheck {
  public:
@@ -69,27 +72,59 @@ class ContentCheck {
         Note(what + ": not checked, its pack could not be opened");
         continue;
       }
-      Status st = decoder.ReadAll(*packs_[r.partition], format::PayloadLocation::Of(r), &packed,
-                                  what);
-      if (!st.ok()) {
-        Note(st.ToString());
-        continue;
-      }
-      st = format::ReadWholeFile(scan_.entries[entry].source, &source);
-      if (!st.ok()) {
-        Note(path + ": cannot read the source: " + st.message());
-      } else if (packed != source) {
-        const auto mis = std::mismatch(packed.begin(), packed.end(), source.begin(), source.end());
-        Note(path + ": content differs from the source (first at byte " +
-             std::to_string(mis.first - packed.begin()) + ")");
-      }
+      bool decoded = true;
+      const std::string problem =
+          Compare(decoder, *packs_[r.partition], r, scan_.entries[entry].source, path, what,
+                  &packed, &source, &decoded);
+      if (!problem.empty()) Note(problem);
+      if (!decoded) continue;
       {
         std::lock_guard lk(mu_);
         ++report_->files;
-        report_->bytes += packed.size();
+        report_->bytes += r.size;
       }
       progress_->Add(1, r.size);
     }
+  }
+
+  // The file's bytes in the pack against its source, a chunk at a time, so a
+  // file of any size is checked in bounded memory (a raw or zstd payload, at
+  // most the frame size, in one piece: its one checksum covers it whole).
+  // Returns what differs, "" when nothing does; `*decoded` false when the pack's
+  // bytes could not be decoded.
+  static std::string Compare(format::PayloadDecoder& decoder, const format::RandomAccessFile& pack,
+                             const format::NodeRecord& r, const std::string& source_path,
+                             const std::string& path, const std::string& what,
+                             std::vector<char>* packed, std::vector<char>* source,
+                             bool* decoded) {
+    const auto loc = format::PayloadLocation::Of(r);
+    const uint64_t chunk = loc.codec == format::Codec::kFramed ? kChunkBytes : loc.size;
+    auto src = format::PosixRandomAccessFile::Open(source_path);
+    if (!src.ok()) return path + ": cannot read the source: " + src.status().message();
+    if ((*src)->size() != loc.size) {  // changed since it was listed
+      return path + ": size is " + std::to_string(loc.size) + " in the pack, " +
+             std::to_string((*src)->size()) + " in the source";
+    }
+    for (uint64_t off = 0; off < loc.size; off += chunk) {
+      const size_t n = static_cast<size_t>(std::min(chunk, loc.size - off));
+      packed->resize(n);
+      source->resize(n);
+      auto got = decoder.Read(pack, loc, off, n, packed->data(), what);
+      if (!got.ok() || *got != n) {
+        *decoded = false;
+        return got.ok() ? what + ": decoded " + std::to_string(*got) + " bytes at " +
+                              std::to_string(off) + ", not " + std::to_string(n)
+                        : got.status().ToString();
+      }
+      Status st = (*src)->ReadExact(off, n, source->data());
+      if (!st.ok()) return path + ": cannot read the source: " + st.message();
+      if (*packed != *source) {
+        const auto mis = std::mismatch(packed->begin(), packed->end(), source->begin());
+        return path + ": content differs from the source (first at byte " +
+               std::to_string(off + static_cast<uint64_t>(mis.first - packed->begin())) + ")";
+      }
+    }
+    return "";
   }
 
   const VerifyOptions& o_;

@@ -164,6 +164,19 @@ echo "     peak memory packing 6 x 24 MiB: ${low} KiB with --memory 1M, ${high} 
 ((low > 0 && low < 100 * 1024)) && pass "--memory bounds the files held at once" \
   || fail "--memory 1M: peak ${low} KiB (one file and its payload are 48 MiB)"
 "$P" verify "$T/big.out" "$T/big" >/dev/null 2>&1 && pass "large files verify" || fail "large files verify"
+# verify compares a chunk at a time: two threads hold 2 x 16 MiB, not 2 x 48 MiB.
+vpeak=$(peak_kib "$P" verify "$T/big.out" "$T/big" --threads 2)
+((vpeak > 0 && vpeak < 80 * 1024)) && pass "verify of large files in bounded memory (${vpeak} KiB)" \
+  || fail "verify of 24 MiB files with 2 threads: peak ${vpeak} KiB"
+$PY -c 'import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(20000000); b = f.read(1)[0]; f.seek(20000000); f.write(bytes([b ^ 0xFF]))' "$T/big/f2"
+truncate -s 20M "$T/big/f4"
+"$P" verify "$T/big.out" "$T/big" >"$T/v5.out" 2>&1
+grep -q "f2: content differs from the source (first at byte 20000000)" "$T/v5.out" \
+  && grep -q "f4: size is 25165824 in the pack, 20971520 in the source" "$T/v5.out" \
+  && pass "verify names the byte and the size that differ in large files" \
+  || { fail "verify of changed large files"; cat "$T/v5.out"; }
 expect_fail "--memory junk" "--memory wants a size" "$P" pack "$T/big" "$T/x" --partitions 1 --memory lots
 expect_fail "--memory too small" "--memory 1024 is too small" "$P" pack "$T/big" "$T/x" --partitions 1 --memory 1K
 # A file that cannot be held at all (address space limited to 300 MiB): a clear error, not a crash.
