@@ -72,12 +72,12 @@ class ContentCheck {
         Note(what + ": not checked, its pack could not be opened");
         continue;
       }
-      bool decoded = true;
+      bool compared = true;
       const std::string problem =
           Compare(decoder, *packs_[r.partition], r, scan_.entries[entry].source, path, what,
-                  &packed, &source, &decoded);
+                  &packed, &source, &compared);
       if (!problem.empty()) Note(problem);
-      if (!decoded) continue;
+      if (!compared) continue;
       {
         std::lock_guard lk(mu_);
         ++report_->files;
@@ -90,17 +90,20 @@ class ContentCheck {
   // The file's bytes in the pack against its source, a chunk at a time, so a
   // file of any size is checked in bounded memory (a raw or zstd payload, at
   // most the frame size, in one piece: its one checksum covers it whole).
-  // Returns what differs, "" when nothing does; `*decoded` false when the pack's
-  // bytes could not be decoded.
+  // Returns what differs, "" when nothing does; `*compared` false when the
+  // pack's bytes could not be decoded or the source's not read.
   static std::string Compare(format::PayloadDecoder& decoder, const format::RandomAccessFile& pack,
                              const format::NodeRecord& r, const std::string& source_path,
                              const std::string& path, const std::string& what,
                              std::vector<char>* packed, std::vector<char>* source,
-                             bool* decoded) {
+                             bool* compared) {
     const auto loc = format::PayloadLocation::Of(r);
     const uint64_t chunk = loc.codec == format::Codec::kFramed ? kChunkBytes : loc.size;
     auto src = format::PosixRandomAccessFile::Open(source_path);
-    if (!src.ok()) return path + ": cannot read the source: " + src.status().message();
+    if (!src.ok()) {
+      *compared = false;
+      return path + ": cannot read the source: " + src.status().message();
+    }
     if ((*src)->size() != loc.size) {  // changed since it was listed
       return path + ": size is " + std::to_string(loc.size) + " in the pack, " +
              std::to_string((*src)->size()) + " in the source";
@@ -111,13 +114,16 @@ class ContentCheck {
       source->resize(n);
       auto got = decoder.Read(pack, loc, off, n, packed->data(), what);
       if (!got.ok() || *got != n) {
-        *decoded = false;
+        *compared = false;
         return got.ok() ? what + ": decoded " + std::to_string(*got) + " bytes at " +
                               std::to_string(off) + ", not " + std::to_string(n)
                         : got.status().ToString();
       }
       Status st = (*src)->ReadExact(off, n, source->data());
-      if (!st.ok()) return path + ": cannot read the source: " + st.message();
+      if (!st.ok()) {
+        *compared = false;
+        return path + ": cannot read the source: " + st.message();
+      }
       if (*packed != *source) {
         const auto mis = std::mismatch(packed->begin(), packed->end(), source->begin());
         return path + ": content differs from the source (first at byte " +
