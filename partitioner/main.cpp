@@ -90,7 +90,7 @@ int RunPack(Args& a) {
   o.frame_size = static_cast<uint32_t>(frame);
   o.min_saving = min_saving_pct / 100;
   o.zstd_level = *level;
-  o.progress = clairfs::pack::Progress::StderrIsTerminal();
+  o.progress = true;
   if (auto st = clairfs::pack::ValidatePackOptions(o); !st.ok()) return UsageError(st.message());
 
   auto r = clairfs::pack::Pack(o);
@@ -124,7 +124,7 @@ int RunVerify(Args& a) {
   if (!external.ok()) return UsageError(external.status().message());
   o.external_links = *external;
   o.threads = static_cast<unsigned>(threads);
-  o.progress = clairfs::pack::Progress::StderrIsTerminal();
+  o.progress = true;
   auto r = clairfs::pack::Verify(o);
   if (!r.ok()) return Fail(r.status());
   for (const std::string& d : r->differences) std::printf("DIFF %s\n", d.c_str());

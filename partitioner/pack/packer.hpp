@@ -33,7 +33,7 @@ struct PackOptions {
   uint64_t memory = uint64_t{1} << 30;
   bool force = false;                  // replace an existing OUT
   ExternalLinks external_links = ExternalLinks::kRefuse;  // links leaving SRC
-  bool progress = false;               // draw a progress line on stderr
+  bool progress = false;               // report progress on stderr (progress.hpp)
 };
 
 struct PackSummary {

@@ -20,17 +20,18 @@ std::string HumanBytes(double bytes) {
 
 bool Progress::StderrIsTerminal() { return ::isatty(STDERR_FILENO) == 1; }
 
-Progress::Progress(std::string verb, uint64_t total_files, uint64_t total_bytes, bool enabled)
+Progress::Progress(std::string verb, uint64_t total_files, uint64_t total_bytes, bool enabled,
+                   std::chrono::milliseconds log_every)
     : verb_(std::move(verb)),
       total_files_(total_files),
       total_bytes_(total_bytes),
       start_(std::chrono::steady_clock::now()) {
   if (!enabled) return;
-  thread_ = std::thread([this] {
+  terminal_ = StderrIsTerminal();
+  const auto every = terminal_ ? std::chrono::milliseconds(250) : log_every;
+  thread_ = std::thread([this, every] {
     std::unique_lock lk(mu_);
-    while (!cv_.wait_for(lk, std::chrono::milliseconds(250), [this] { return stop_; })) {
-      Draw();
-    }
+    while (!cv_.wait_for(lk, every, [this] { return stop_; })) Draw();
   });
 }
 
@@ -44,7 +45,7 @@ void Progress::Stop() {
   }
   cv_.notify_all();
   thread_.join();
-  std::fprintf(stderr, "\r\033[K");
+  if (terminal_) std::fprintf(stderr, "\r\033[K");
 }
 
 void Progress::Draw() {
@@ -58,9 +59,10 @@ void Progress::Draw() {
     std::snprintf(eta, sizeof eta, "%lu:%02lu", left / 60, left % 60);
   }
   const int pct = total_bytes_ ? static_cast<int>(100.0 * bytes / total_bytes_) : 100;
-  std::fprintf(stderr, "\r\033[K%s %3d%%  %lu/%lu files  %s/%s  %s/s  ETA %s", verb_.c_str(), pct,
-               files, total_files_, HumanBytes(bytes).c_str(), HumanBytes(total_bytes_).c_str(),
-               HumanBytes(rate).c_str(), eta);
+  std::fprintf(stderr, "%s%s %3d%%  %lu/%lu files  %s/%s  %s/s  ETA %s%s",
+               terminal_ ? "\r\033[K" : "", verb_.c_str(), pct, files, total_files_,
+               HumanBytes(bytes).c_str(), HumanBytes(total_bytes_).c_str(),
+               HumanBytes(rate).c_str(), eta, terminal_ ? "" : "\n");
   std::fflush(stderr);
 }
 

@@ -1,5 +1,6 @@
-// A progress line on stderr for long runs: files, bytes, rate and ETA,
-// redrawn a few times a second, only when stderr is a terminal.
+// Progress of a long run on stderr: files, bytes, rate and ETA. On a terminal
+// one line redrawn a few times a second; otherwise (a batch job's log) a plain
+// line every `log_every`, so a run shorter than that prints nothing.
 // Add() is thread-safe; the drawing thread is owned and joined by Stop().
 #pragma once
 
@@ -16,7 +17,8 @@ namespace clairfs::pack {
 class Progress {
  public:
   // `enabled` false makes every call a no-op (no thread is started).
-  Progress(std::string verb, uint64_t total_files, uint64_t total_bytes, bool enabled);
+  Progress(std::string verb, uint64_t total_files, uint64_t total_bytes, bool enabled,
+           std::chrono::milliseconds log_every = std::chrono::seconds(30));
   ~Progress();
   void Add(uint64_t files, uint64_t bytes) {
     files_.fetch_add(files, std::memory_order_relaxed);
@@ -30,6 +32,7 @@ class Progress {
  private:
   void Draw();
   std::string verb_;
+  bool terminal_ = false;
   uint64_t total_files_, total_bytes_;
   std::atomic<uint64_t> files_{0}, bytes_{0};
   std::chrono::steady_clock::time_point start_;

@@ -16,7 +16,7 @@ struct VerifyOptions {
   std::string src;
   unsigned threads = 0;   // 0 = one per core
   ExternalLinks external_links = ExternalLinks::kRefuse;  // as given to pack
-  bool progress = false;  // draw a progress line on stderr
+  bool progress = false;  // report progress on stderr (progress.hpp)
 };
 
 struct VerifyReport {
