@@ -158,16 +158,27 @@ peak_kib() {  # CMD...: the command's peak resident memory in KiB, -1 when it fa
 rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if rc == 0 else -1)' "$@"
 }
+# Memory figures mean nothing under AddressSanitizer (its shadow and quarantine), which
+# also cannot start within a small address-space limit: those checks are for plain builds.
+sanitized=0
+grep -qa __asan_init "$P" && sanitized=1
 low=$(peak_kib "$P" pack "$T/big" "$T/big.out" --partitions 2 --threads 6 --compress none --memory 1M)
 high=$(peak_kib "$P" pack "$T/big" "$T/big.out" --partitions 2 --threads 6 --compress none --force)
 echo "     peak memory packing 6 x 24 MiB: ${low} KiB with --memory 1M, ${high} KiB with the default"
-((low > 0 && low < 100 * 1024)) && pass "--memory bounds the files held at once" \
-  || fail "--memory 1M: peak ${low} KiB (one file and its payload are 48 MiB)"
+if ((sanitized)); then
+  ((low > 0 && high > 0)) && pass "large files pack" || fail "large files pack"
+  echo "skip memory bounds: sanitized build"
+else
+  ((low > 0 && low < 100 * 1024)) && pass "--memory bounds the files held at once" \
+    || fail "--memory 1M: peak ${low} KiB (one file and its payload are 48 MiB)"
+fi
 "$P" verify "$T/big.out" "$T/big" >/dev/null 2>&1 && pass "large files verify" || fail "large files verify"
 # verify compares a chunk at a time: two threads hold 2 x 16 MiB, not 2 x 48 MiB.
 vpeak=$(peak_kib "$P" verify "$T/big.out" "$T/big" --threads 2)
-((vpeak > 0 && vpeak < 80 * 1024)) && pass "verify of large files in bounded memory (${vpeak} KiB)" \
-  || fail "verify of 24 MiB files with 2 threads: peak ${vpeak} KiB"
+if ((!sanitized)); then
+  ((vpeak > 0 && vpeak < 80 * 1024)) && pass "verify of large files in bounded memory (${vpeak} KiB)" \
+    || fail "verify of 24 MiB files with 2 threads: peak ${vpeak} KiB"
+fi
 $PY -c 'import sys
 with open(sys.argv[1], "r+b") as f:
     f.seek(20000000); b = f.read(1)[0]; f.seek(20000000); f.write(bytes([b ^ 0xFF]))' "$T/big/f2"
@@ -181,12 +192,14 @@ expect_fail "--memory junk" "--memory wants a size" "$P" pack "$T/big" "$T/x" --
 expect_fail "--memory too small" "--memory 1024 is too small" "$P" pack "$T/big" "$T/x" --partitions 1 --memory 1K
 # A file that cannot be held at all (address space limited to 300 MiB): a clear error, not a crash.
 rm -rf "$T/big" "$T/big.out"
-mkdir -p "$T/huge" && echo small >"$T/huge/a" && truncate -s 1G "$T/huge/sparse"
-expect_fail "file larger than memory" "sparse: 1.0 GiB does not fit in memory" \
-  bash -c 'ulimit -v 307200 && exec "$@"' - "$P" pack "$T/huge" "$T/huge.out" --partitions 1
-[[ ! -e "$T/huge.out/manifest" ]] && pass "no manifest after running out of memory" \
-  || fail "a manifest was written after running out of memory"
-rm -rf "$T/huge" "$T/huge.out"
+if ((!sanitized)); then
+  mkdir -p "$T/huge" && echo small >"$T/huge/a" && truncate -s 1G "$T/huge/sparse"
+  expect_fail "file larger than memory" "sparse: 1.0 GiB does not fit in memory" \
+    bash -c 'ulimit -v 307200 && exec "$@"' - "$P" pack "$T/huge" "$T/huge.out" --partitions 1
+  [[ ! -e "$T/huge.out/manifest" ]] && pass "no manifest after running out of memory" \
+    || fail "a manifest was written after running out of memory"
+  rm -rf "$T/huge" "$T/huge.out"
+fi
 
 # Root only: a full disk mid-pack, and a file root can read but others cannot.
 if [[ $(id -u) -eq 0 ]] && mkdir "$T/small" && mount -t tmpfs -o size=4M tmpfs "$T/small" 2>/dev/null; then
