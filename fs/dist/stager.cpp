@@ -22,12 +22,13 @@ std::string Mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
 Stager::Stager(std::string dataset_dir, std::string local_dir,
                std::shared_ptr<const format::Manifest> manifest, std::vector<uint32_t> partitions,
-               unsigned threads)
+               unsigned threads, std::chrono::milliseconds log_every)
     : dataset_dir_(std::move(dataset_dir)),
       local_dir_(std::move(local_dir)),
       manifest_(std::move(manifest)),
       partitions_(std::move(partitions)),
       threads_(std::max(1u, threads)),
+      log_every_(log_every),
       staged_(manifest_->partition_count() + 1),
       owned_(manifest_->partition_count() + 1) {
   for (auto& s : staged_) s.store(nullptr);
@@ -42,6 +43,7 @@ Stager::~Stager() {
 
 void Stager::Start() {
   start_ = std::chrono::steady_clock::now();
+  next_log_ns_ = (start_ + log_every_).time_since_epoch().count();
   std::error_code ec;
   std::filesystem::create_directories(local_dir_, ec);
   const unsigned n = static_cast<unsigned>(std::min<size_t>(threads_, std::max<size_t>(partitions_.size(), 1)));
@@ -165,6 +167,7 @@ Status Stager::Copy(uint32_t p, const std::string& from, const std::string& to) 
     st = (*out)->Append(buf.data(), static_cast<size_t>(n));
     total += static_cast<uint64_t>(n);
     progress_.bytes_copied += static_cast<uint64_t>(n);
+    MaybeLogProgress();
   }
   ::close(in);
   Status closed = (*out)->Close(/*sync=*/false);  // node-local and transient: no fsync
@@ -176,6 +179,21 @@ Status Stager::Copy(uint32_t p, const std::string& from, const std::string& to) 
   }
   if (!st.ok()) progress_.bytes_copied -= total;  // counts only packs in use
   return st;
+}
+
+void Stager::MaybeLogProgress() {
+  const auto now = std::chrono::steady_clock::now();
+  int64_t due = next_log_ns_.load(std::memory_order_relaxed);
+  if (now.time_since_epoch().count() < due) return;
+  const int64_t next = (now + log_every_).time_since_epoch().count();
+  if (!next_log_ns_.compare_exchange_strong(due, next, std::memory_order_relaxed)) return;
+  const double secs = std::chrono::duration<double>(now - start_).count();
+  const uint64_t copied = progress_.bytes_copied;
+  const auto rate = static_cast<uint64_t>(secs > 0 ? static_cast<double>(copied) / secs : 0);
+  Log(LogLevel::kInfo, "staging: " + Mib(copied) + " of " + Mib(progress_.bytes_total) +
+                           " copied, " + std::to_string(progress_.packs_done.load()) + "/" +
+                           std::to_string(progress_.packs_total.load()) + " packs done, " +
+                           Mib(rate) + "/s");
 }
 
 }  // namespace clairfs::fs

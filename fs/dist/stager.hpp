@@ -9,11 +9,15 @@
 // source, full local disk) is logged and left unstaged; reads of it keep going
 // to the dataset directory.
 //
+// While copying it logs its progress (bytes, packs, rate) every `log_every`,
+// so a long staging shows in the job's log, not only at its end.
+//
 // Thread-safe: Staged() is one acquire load; the copy threads are owned and
 // joined by the destructor (which cancels copies still running).
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -37,7 +41,8 @@ class Stager {
  public:
   Stager(std::string dataset_dir, std::string local_dir,
          std::shared_ptr<const format::Manifest> manifest, std::vector<uint32_t> partitions,
-         unsigned threads = 2);
+         unsigned threads = 2,
+         std::chrono::milliseconds log_every = std::chrono::seconds(30));
   ~Stager();
 
   // Starts the copy threads. Call once.
@@ -57,11 +62,16 @@ class Stager {
   Status StageOne(uint32_t p);
   Status Copy(uint32_t p, const std::string& from, const std::string& to);
   Status VerifyExisting(uint32_t p, const std::string& path, bool* intact);
+  // Logs the progress when `log_every` has passed since the last line (one
+  // copying thread wins the turn).
+  void MaybeLogProgress();
 
   const std::string dataset_dir_, local_dir_;
   const std::shared_ptr<const format::Manifest> manifest_;
   const std::vector<uint32_t> partitions_;
   const unsigned threads_;
+  const std::chrono::nanoseconds log_every_;
+  std::atomic<int64_t> next_log_ns_{0};  // steady_clock time of the next progress line
   StagingProgress progress_;
   std::atomic<size_t> next_{0};
   std::atomic<bool> cancel_{false};

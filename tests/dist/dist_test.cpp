@@ -16,6 +16,7 @@
 #include "fs/store/payload_source.hpp"
 #include "partitioner/format/file_io.hpp"
 #include "partitioner/pack/packer.hpp"
+#include "tests/stderr_capture.hpp"
 
 namespace stdfs = std::filesystem;
 using namespace clairfs;
@@ -117,6 +118,19 @@ TEST_CASE("ownership: every partition on K distinct ranks, home first", "[dist]"
       CHECK(held == 10 * kk + ranks);
     }
   }
+}
+
+TEST_CASE("staging logs its progress while it copies", "[dist]") {
+  Dataset d(4, 1);
+  const std::string text = clairfs::testing::CaptureStderr([&] {
+    Stager s(d.out(), d.root + "/ssd", d.manifest, {0, 1, 2, 3}, 1, 0ms);
+    s.Start();
+    s.Wait();
+  });
+  CHECK(text.find("staging: ") != std::string::npos);
+  CHECK(text.find(" copied, ") != std::string::npos);
+  CHECK(text.find("packs done, ") != std::string::npos);
+  CHECK(text.find("staging done: 4/4 packs") != std::string::npos);
 }
 
 TEST_CASE("staging copies and verifies, then reuses intact copies", "[dist]") {

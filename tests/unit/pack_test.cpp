@@ -1,5 +1,4 @@
 // Scanner, packer options, argument parsing and JSON output, without the CLI.
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -7,7 +6,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -19,6 +17,7 @@
 #include "partitioner/pack/progress.hpp"
 #include "partitioner/pack/scan.hpp"
 #include "partitioner/pack/verify.hpp"
+#include "tests/stderr_capture.hpp"
 
 namespace fs = std::filesystem;
 using namespace clairfs;
@@ -179,38 +178,25 @@ TEST_CASE("pack holds files within its memory budget, a larger file alone", "[pa
 }
 
 TEST_CASE("progress goes to a log as plain lines when stderr is not a terminal", "[pack]") {
-  TempDir t;
-  const std::string log = t.path + "/stderr.log";
-  std::fflush(stderr);
-  const int saved = ::dup(STDERR_FILENO);
-  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  REQUIRE((saved >= 0 && fd >= 0));
-  ::dup2(fd, STDERR_FILENO);
-  ::close(fd);
-  {
-    pack::Progress p("packing", 10, 4096, true, std::chrono::milliseconds(20));
-    p.Add(5, 2048);
-    // At least one line (every 20 ms), however slowly this machine runs.
-    for (int i = 0; i < 500 && fs::file_size(log) == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const std::string text = clairfs::testing::CaptureStderr([] {
+    {
+      pack::Progress p("packing", 10, 4096, true, std::chrono::milliseconds(20));
+      p.Add(5, 2048);
+      // At least one line (every 20 ms), however slowly this machine runs.
+      for (int i = 0; i < 500 && ::lseek(STDERR_FILENO, 0, SEEK_END) == 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      p.Stop();
     }
-    p.Stop();
-  }
-  {
     pack::Progress quiet("packing", 10, 4096, false, std::chrono::milliseconds(20));
     quiet.Add(10, 4096);
     std::this_thread::sleep_for(std::chrono::milliseconds(60));
-  }
-  std::fflush(stderr);
-  ::dup2(saved, STDERR_FILENO);
-  ::close(saved);
-  std::ifstream in(log);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  });
   CHECK(text.find('\r') == std::string::npos);
   CHECK(text.find('\033') == std::string::npos);
   CHECK(text.find("packing  50%  5/10 files  2.0 KiB/4.0 KiB") != std::string::npos);
   CHECK(text.find("10/10 files") == std::string::npos);  // the disabled one printed nothing
-  CHECK(!text.empty());
+  REQUIRE(!text.empty());
   CHECK(text.back() == '\n');
 }
 
