@@ -19,6 +19,7 @@
 #include "partitioner/format/file_io.hpp"
 #include "partitioner/format/manifest.hpp"
 #include "partitioner/format/pack_file.hpp"
+#include "partitioner/pack/memory_limit.hpp"
 #include "partitioner/pack/out_dir.hpp"
 #include "partitioner/pack/placement.hpp"
 #include "partitioner/pack/progress.hpp"
@@ -404,7 +405,28 @@ Result<PackSummary> Pack(const PackOptions& options) {
     RemovePartialOutput(options.out, created);
     return scan.status();
   }
-  PackRun run(options, std::move(scan).value());
+  // Under a cgroup memory limit the budget is at most half of it, and a file
+  // that cannot be packed within the limit is refused before anything is
+  // written (the kernel would otherwise kill the run part way).
+  PackOptions effective = options;
+  if (const uint64_t limit = CgroupMemoryLimit(); limit != UINT64_MAX) {
+    const ScanEntry* largest = nullptr;
+    for (const ScanEntry& e : scan->entries) {
+      if (!e.is_dir && (!largest || e.size > largest->size)) largest = &e;
+    }
+    if (largest && MemoryFor(largest->size) > limit) {
+      RemovePartialOutput(options.out, created);
+      return Status::IOError(
+          largest->source + ": packing it needs about " +
+              HumanBytes(static_cast<double>(MemoryFor(largest->size))) +
+              " (the file and its payload), more than the " +
+              HumanBytes(static_cast<double>(limit)) +
+              " this process may use (its cgroup's memory limit); pack where more is allowed",
+          ENOMEM);
+    }
+    effective.memory = std::clamp<uint64_t>(limit / 2, 1u << 20, options.memory);
+  }
+  PackRun run(effective, std::move(scan).value());
   auto result = run.Run();
   if (!result.ok()) RemovePartialOutput(options.out, created);
   return result;

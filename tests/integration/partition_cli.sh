@@ -5,7 +5,12 @@ set -uo pipefail
 P="$CLAIRFS_BIN/clairfs-partition"
 PY=/usr/bin/python3
 T=$(mktemp -d "${TMPDIR:-/tmp}/clairfs-cli.XXXXXX")
-cleanup() { mountpoint -q "$T/small" 2>/dev/null && umount "$T/small"; rm -rf "$T"; }
+cg=""
+cleanup() {
+  mountpoint -q "$T/small" 2>/dev/null && umount "$T/small"
+  [[ -n $cg ]] && rmdir "$cg" 2>/dev/null
+  rm -rf "$T"
+}
 trap cleanup EXIT
 failures=0
 pass() { echo "ok   $*"; }
@@ -199,6 +204,27 @@ if ((!sanitized)); then
   [[ ! -e "$T/huge.out/manifest" ]] && pass "no manifest after running out of memory" \
     || fail "a manifest was written after running out of memory"
   rm -rf "$T/huge" "$T/huge.out"
+fi
+
+# Root only, cgroup v1's memory controller: under a 64 MiB limit a 48 MiB file (about 96 MiB to
+# pack) is refused before anything is written; smaller files pack within it.
+own=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3}' /proc/self/cgroup)
+if ((!sanitized)) && [[ $(id -u) -eq 0 && -n $own && -d /sys/fs/cgroup/memory$own ]] \
+   && cg=/sys/fs/cgroup/memory${own%/}/clairfs-cli-$$ && mkdir "$cg" 2>/dev/null \
+   && echo $((64 << 20)) >"$cg/memory.limit_in_bytes"; then
+  in_cg() { bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' - "$cg" "$@"; }
+  mkdir -p "$T/cg" && truncate -s 48M "$T/cg/large" && echo small >"$T/cg/small"
+  expect_fail "file larger than the cgroup allows" \
+    "large: packing it needs about 96.2 MiB (the file and its payload), more than the 64.0 MiB" \
+    in_cg "$P" pack "$T/cg" "$T/cg.out" --partitions 1
+  [[ ! -e "$T/cg.out" ]] && pass "nothing written when the cgroup limit refuses" \
+    || fail "output left after the cgroup limit refused: $(ls "$T/cg.out")"
+  rm "$T/cg/large" && head -c 12M /dev/urandom >"$T/cg/medium"
+  in_cg "$P" pack "$T/cg" "$T/cg.out" --partitions 1 >/dev/null 2>"$T/cg.err" \
+    && "$P" verify "$T/cg.out" "$T/cg" >/dev/null 2>&1 && pass "packs within a cgroup limit" \
+    || { fail "pack within a 64 MiB cgroup"; cat "$T/cg.err"; }
+else
+  echo "skip cgroup case: needs a plain build, root and cgroup v1's memory controller"
 fi
 
 # Root only: a full disk mid-pack, and a file root can read but others cannot.

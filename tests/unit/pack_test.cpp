@@ -13,6 +13,7 @@
 #include "fs/base/json.hpp"
 #include "partitioner/format/manifest.hpp"
 #include "partitioner/pack/args.hpp"
+#include "partitioner/pack/memory_limit.hpp"
 #include "partitioner/pack/packer.hpp"
 #include "partitioner/pack/progress.hpp"
 #include "partitioner/pack/scan.hpp"
@@ -198,6 +199,29 @@ TEST_CASE("progress goes to a log as plain lines when stderr is not a terminal",
   CHECK(text.find("10/10 files") == std::string::npos);  // the disabled one printed nothing
   REQUIRE(!text.empty());
   CHECK(text.back() == '\n');
+}
+
+TEST_CASE("the cgroup memory limit is the smallest on the way up, v1 or v2", "[pack]") {
+  TempDir t;
+  // v1 beside v2 at ROOT/unified: the memory controller's limits at two levels.
+  t.Write("v1/cgroup", "12:pids:/job\n4:cpu,memory:/slurm/job_7/step_0\n0::/user.slice\n");
+  t.Write("root/memory/memory.limit_in_bytes", "9223372036854771712\n");
+  t.Write("root/memory/slurm/memory.limit_in_bytes", "8589934592\n");
+  t.Write("root/memory/slurm/job_7/memory.limit_in_bytes", "4294967296\n");
+  t.Write("root/memory/slurm/job_7/step_0/memory.limit_in_bytes", "9223372036854771712\n");
+  t.Write("root/unified/cgroup.controllers", "");
+  t.Write("root/unified/user.slice/memory.max", "max\n");
+  CHECK(pack::CgroupMemoryLimit(t.path + "/v1/cgroup", t.path + "/root") == 4294967296u);
+  // v2 alone at ROOT, a limit above and "max" below.
+  t.Write("v2/cgroup", "0::/a/b\n");
+  t.Write("r2/cgroup.controllers", "memory");
+  t.Write("r2/a/memory.max", "1073741824\n");
+  t.Write("r2/a/b/memory.max", "max\n");
+  CHECK(pack::CgroupMemoryLimit(t.path + "/v2/cgroup", t.path + "/r2") == 1073741824u);
+  // Nothing readable: no limit.
+  CHECK(pack::CgroupMemoryLimit(t.path + "/missing", t.path + "/r2") == UINT64_MAX);
+  t.Write("r3/cgroup.controllers", "");
+  CHECK(pack::CgroupMemoryLimit(t.path + "/v2/cgroup", t.path + "/r3") == UINT64_MAX);
 }
 
 TEST_CASE("compression spec parsing", "[pack]") {
