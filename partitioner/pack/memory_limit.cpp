@@ -5,7 +5,6 @@
 #include <fstream>
 #include <sstream>
 #include <system_error>
-#include <vector>
 
 namespace clairfs::pack {
 namespace {
@@ -27,7 +26,7 @@ uint64_t SmallestUpward(const std::string& dir, std::string path, const std::str
   uint64_t limit = UINT64_MAX;
   for (;;) {
     limit = std::min(limit, ReadLimit(dir + path + "/" + file_name));
-    if (path.empty() || path == "/") return limit;
+    if (path.empty()) return limit;
     const size_t slash = path.rfind('/');
     path.resize(slash == std::string::npos ? 0 : slash);
   }
