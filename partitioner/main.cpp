@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "fs/base/size.hpp"
+#include "base/size.hpp"
 #include "partitioner/format/manifest.hpp"
-#include "partitioner/pack/args.hpp"
+#include "base/args.hpp"
 #include "partitioner/pack/inspect.hpp"
 #include "partitioner/pack/packer.hpp"
 #include "partitioner/pack/progress.hpp"

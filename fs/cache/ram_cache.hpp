@@ -31,10 +31,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "fs/base/status.hpp"
+#include "base/status.hpp"
 #include "fs/cache/block.hpp"
 #include "fs/cache/cache_policy.hpp"
-#include "fs/core/stats.hpp"
+#include "fs/stats/stats.hpp"
 
 namespace clairfs::fs {
 

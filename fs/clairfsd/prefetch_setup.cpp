@@ -3,7 +3,7 @@
 #include <cctype>
 #include <string>
 
-#include "prefetch/order_flags.hpp"
+#include "prefetch/options/order_flags.hpp"
 
 namespace clairfs::fs {
 namespace {

@@ -16,12 +16,12 @@
 #include <string>
 #include <vector>
 
-#include "fs/base/status.hpp"
-#include "fs/core/config.hpp"
+#include "base/status.hpp"
+#include "fs/config/config.hpp"
 #include "partitioner/format/manifest.hpp"
-#include "prefetch/listing.hpp"
+#include "prefetch/order/listing.hpp"
 #include "prefetch/planner/planner_config.hpp"
-#include "prefetch/read_order.hpp"
+#include "prefetch/options/read_order.hpp"
 
 namespace clairfs::fs {
 

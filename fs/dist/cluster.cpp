@@ -7,7 +7,7 @@
 #include <atomic>
 #include <cstdio>
 
-#include "fs/base/log.hpp"
+#include "base/log.hpp"
 #include "fs/dist/manifest_envelope.hpp"
 #include "fs/net/endpoint.hpp"
 #include "fs/net/mpi_transport.hpp"

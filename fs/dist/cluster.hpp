@@ -16,7 +16,7 @@
 #include <memory>
 #include <string>
 
-#include "fs/base/json.hpp"
+#include "base/json.hpp"
 #include "fs/dist/distributed_pack_store.hpp"
 #include "fs/dist/stager.hpp"
 #include "fs/net/transport.hpp"

@@ -10,7 +10,7 @@
 
 #include <vector>
 
-#include "fs/base/status.hpp"
+#include "base/status.hpp"
 
 namespace clairfs::fs {
 

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "fs/base/status.hpp"
+#include "base/status.hpp"
 
 namespace clairfs::fs {
 

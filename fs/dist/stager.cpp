@@ -6,8 +6,8 @@
 
 #include <filesystem>
 
-#include "fs/base/log.hpp"
-#include "fs/core/thread_name.hpp"
+#include "base/log.hpp"
+#include "base/thread_name.hpp"
 #include "partitioner/format/checksum.hpp"
 #include "partitioner/format/pack_file.hpp"
 

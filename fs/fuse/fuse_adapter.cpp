@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include "fs/base/log.hpp"
-#include "fs/core/spin_window.hpp"
+#include "base/log.hpp"
+#include "fs/fuse/spin_window.hpp"
 #include "fs/fuse/fuse_ops.hpp"
 #include "fs/fuse/mount_tuning.hpp"
 

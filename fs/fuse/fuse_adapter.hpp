@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <string>
 
-#include "fs/base/status.hpp"
+#include "base/status.hpp"
 #include "fs/fuse/fuse_page_cache_pusher.hpp"
 #include "fs/vfs/vfs.hpp"
 

@@ -11,7 +11,7 @@
 #include <atomic>
 
 #include "fs/fuse/fuse_adapter.hpp"
-#include "fs/core/work_pool.hpp"
+#include "base/work_pool.hpp"
 #include "fs/vfs/vfs.hpp"
 
 namespace clairfs::fs {

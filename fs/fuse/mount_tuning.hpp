@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "fs/base/status.hpp"
+#include "base/status.hpp"
 
 namespace clairfs::fs {
 

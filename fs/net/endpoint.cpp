@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "fs/core/thread_name.hpp"
+#include "base/thread_name.hpp"
 
 namespace clairfs::fs {
 

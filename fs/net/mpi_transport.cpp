@@ -10,7 +10,7 @@
 #include <list>
 #include <mutex>
 
-#include "fs/core/thread_name.hpp"
+#include "base/thread_name.hpp"
 
 namespace clairfs::fs {
 namespace {

@@ -17,7 +17,7 @@
 #include <optional>
 #include <vector>
 
-#include "fs/base/status.hpp"
+#include "base/status.hpp"
 
 namespace clairfs::fs {
 

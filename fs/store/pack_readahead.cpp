@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "fs/base/log.hpp"
+#include "base/log.hpp"
 
 namespace clairfs::fs {
 

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "fs/base/status.hpp"
+#include "base/status.hpp"
 #include "partitioner/format/file_io.hpp"
 
 namespace clairfs::fs {

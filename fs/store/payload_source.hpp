@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "fs/base/status.hpp"
+#include "base/status.hpp"
 #include "fs/store/pack_store.hpp"
 #include "partitioner/format/manifest.hpp"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "fs/base/log.hpp"
+#include "base/log.hpp"
 
 namespace clairfs::fs {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "fs/cache/ram_cache.hpp"
-#include "fs/core/stats.hpp"
+#include "fs/stats/stats.hpp"
 #include "fs/store/payload_source.hpp"
 #include "partitioner/format/manifest.hpp"
 

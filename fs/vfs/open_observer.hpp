@@ -1,5 +1,5 @@
 // Hooks that let a prefetcher see the daemon's opens and reach the kernel's
-// page cache without fs/vfs depending on fs/prefetch or on libfuse.
+// page cache without fs/vfs depending on fs/engine or on libfuse.
 //
 // OpenObserver: Vfs::Open calls OnOpen(node) for every dataset file (never
 // for directories or control files) before it replies, on the FUSE worker
@@ -19,7 +19,7 @@
 
 #include <cstdint>
 
-#include "fs/base/status.hpp"
+#include "base/status.hpp"
 #include "fs/vfs/file_reader.hpp"
 
 namespace clairfs::fs {

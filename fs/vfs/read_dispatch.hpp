@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "fs/core/work_pool.hpp"
+#include "base/work_pool.hpp"
 #include "fs/vfs/vfs.hpp"
 
 namespace clairfs::fs {

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "fs/cache/ram_cache.hpp"
-#include "fs/core/stats.hpp"
+#include "fs/stats/stats.hpp"
 #include "fs/store/payload_source.hpp"
 #include "fs/vfs/control_files.hpp"
 #include "fs/vfs/file_reader.hpp"

@@ -14,7 +14,7 @@
 
 #include <zstd.h>
 
-#include "fs/base/status.hpp"
+#include "base/status.hpp"
 #include "partitioner/format/file_io.hpp"
 #include "partitioner/format/layout.hpp"
 

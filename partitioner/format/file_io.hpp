@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "fs/base/status.hpp"
+#include "base/status.hpp"
 
 namespace clairfs::format {
 

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "fs/base/status.hpp"
+#include "base/status.hpp"
 #include "partitioner/format/layout.hpp"
 
 namespace clairfs::format {

@@ -5,7 +5,7 @@
 #include <ctime>
 #include <vector>
 
-#include "fs/base/json.hpp"
+#include "base/json.hpp"
 #include "partitioner/pack/progress.hpp"
 #include "partitioner/pack/scan.hpp"
 

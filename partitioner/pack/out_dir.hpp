@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "fs/base/status.hpp"
+#include "base/status.hpp"
 
 namespace clairfs::pack {
 

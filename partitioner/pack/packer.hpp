@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "fs/base/status.hpp"
+#include "base/status.hpp"
 #include "partitioner/format/layout.hpp"
 #include "partitioner/pack/scan.hpp"
 

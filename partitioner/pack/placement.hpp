@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "fs/base/status.hpp"
+#include "base/status.hpp"
 
 namespace clairfs::pack {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "fs/base/status.hpp"
+#include "base/status.hpp"
 #include "partitioner/pack/scan.hpp"
 
 namespace clairfs::pack {

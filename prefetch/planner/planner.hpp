@@ -65,9 +65,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "fs/base/status.hpp"
+#include "base/status.hpp"
 #include "prefetch/planner/batch_stream.hpp"
-#include "prefetch/planner/clock.hpp"
+#include "base/clock.hpp"
 #include "prefetch/planner/future_stream.hpp"
 #include "prefetch/planner/planner_config.hpp"
 #include "prefetch/planner/planner_stats.hpp"

@@ -15,8 +15,8 @@
 #include <optional>
 #include <vector>
 
-#include "fs/base/status.hpp"
-#include "prefetch/sampler.hpp"
+#include "base/status.hpp"
+#include "prefetch/order/sampler.hpp"
 
 namespace clairfs::prefetch {
 

@@ -40,7 +40,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "soak: making a tree of about $files files and packing it (zstd, 64 KiB frames)" >&2
-$PY "$repo/tests/integration/make_tree.py" "$W/src" --small "$files" --no-links >/dev/null
+$PY "$repo/tests/partitioner/make_tree.py" "$W/src" --small "$files" --no-links >/dev/null
 "$BIN/clairfs-partition" pack "$W/src" "$W/out" --partitions 8 --compress zstd \
   --frame-size 65536 >/dev/null
 mkdir -p "$W"/mnt{0,1,2,3}

@@ -26,7 +26,7 @@
 set -uo pipefail
 BIN=$CLAIRFS_BIN
 source "$CLAIRFS_SRC/tests/tf/venvs_lib.sh" tf-keras2 tf-current
-source "$CLAIRFS_SRC/tests/dist/ranks_lib.sh" keras-flow-e2e
+source "$CLAIRFS_SRC/tests/fs/dist/ranks_lib.sh" keras-flow-e2e
 PY=/usr/bin/python3
 SCRIPT=$CLAIRFS_SRC/scripts/keras/train_flow.py
 EPOCHS=3 BATCH=8

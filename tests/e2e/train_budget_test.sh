@@ -12,7 +12,7 @@ set -uo pipefail
 BIN=$CLAIRFS_BIN
 PY=/usr/bin/python3
 $PY -c "import torch, torchvision, PIL" 2>/dev/null || { echo "SKIP: python3-torch/torchvision/pil not importable by $PY"; exit 77; }
-source "$CLAIRFS_SRC/tests/dist/ranks_lib.sh" budget
+source "$CLAIRFS_SRC/tests/fs/dist/ranks_lib.sh" budget
 
 $PY "$CLAIRFS_SRC/scripts/make_imagefolder.py" "$T/data" --classes 6 --per-class 100 --size 64 >/dev/null || exit 1
 "$BIN/clairfs-partition" pack "$T/data" "$T/packed" --partitions 4 >/dev/null || exit 1

@@ -1,12 +1,12 @@
 // Config table and loader: sizes, precedence, and every error reported at once.
-#include "fs/core/config.hpp"
+#include "fs/config/config.hpp"
 
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include "fs/base/size.hpp"
-#include "fs/core/config_loader.hpp"
-#include "tests/unit/format_fixture.hpp"
+#include "base/size.hpp"
+#include "fs/config/config_loader.hpp"
+#include "tests/support/format_fixture.hpp"
 
 namespace clairfs::fs {
 namespace {

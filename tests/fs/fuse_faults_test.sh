@@ -1,6 +1,6 @@
 #!/bin/bash
 # Faults around one daemon (the 1-rank column of the fault matrix; the 4-rank
-# one is tests/dist/fault_matrix_test.sh). Each must cost at most the reads it
+# one is tests/fs/dist/fault_matrix_test.sh). Each must cost at most the reads it
 # touches - as EIO or as a slower path, never a wrong byte or a hang - and
 # leave the daemon serving the rest:
 # - the local disk fills up while staging: the packs that do not fit are read

@@ -16,7 +16,7 @@
 #include <catch2/catch.hpp>
 
 #include "fs/cache/cache_policy.hpp"
-#include "tests/fs/memory_dataset.hpp"
+#include "tests/support/memory_dataset.hpp"
 
 namespace clairfs::fs {
 namespace {

@@ -1,6 +1,6 @@
 // SpinWindow: the reading thread's look-before-sleeping window follows the
-// gaps between requests (fs/core/spin_window.hpp).
-#include "fs/core/spin_window.hpp"
+// gaps between requests (fs/fuse/spin_window.hpp).
+#include "fs/fuse/spin_window.hpp"
 
 #include <catch2/catch.hpp>
 

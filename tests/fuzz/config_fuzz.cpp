@@ -1,4 +1,4 @@
-// Fuzz target: the YAML config loader (fs/core/config_loader.hpp, ApplyYaml).
+// Fuzz target: the YAML config loader (fs/config/config_loader.hpp, ApplyYaml).
 //
 // Input: the text of a config file, applied over a Config whose required
 // paths are set (as the command line may set them). Invariant: a config that
@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "fs/core/config_loader.hpp"
+#include "fs/config/config_loader.hpp"
 
 namespace {
 

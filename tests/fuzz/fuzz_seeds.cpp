@@ -9,7 +9,7 @@
 #include <map>
 #include <string>
 
-#include "fs/core/config.hpp"
+#include "fs/config/config.hpp"
 #include "fs/dist/manifest_envelope.hpp"
 #include "fs/net/protocol.hpp"
 #include "partitioner/format/file_io.hpp"

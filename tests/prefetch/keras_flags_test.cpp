@@ -2,7 +2,7 @@
 // how they fail.
 #include <catch2/catch.hpp>
 
-#include "prefetch/order_flags.hpp"
+#include "prefetch/options/order_flags.hpp"
 
 namespace pf = clairfs::prefetch;
 using clairfs::prefetch::ParseFlags;

@@ -9,7 +9,7 @@
 // by tests/tf/keras_real_check.py.
 #include <catch2/catch.hpp>
 
-#include "prefetch/keras_flow.hpp"
+#include "prefetch/keras/keras_flow.hpp"
 
 namespace pf = clairfs::prefetch;
 

@@ -1,8 +1,8 @@
 // The Keras listing (versions, formats, shuffle, split) and the read window rule.
 #include <catch2/catch.hpp>
 
-#include "prefetch/keras_listing.hpp"
-#include "prefetch/read_window.hpp"
+#include "prefetch/keras/keras_listing.hpp"
+#include "prefetch/order/read_window.hpp"
 #include "tests/prefetch/vectors.hpp"
 
 namespace pf = clairfs::prefetch;

@@ -1,11 +1,11 @@
 // Listings (in memory and scanned) and the torchvision ImageFolder index order.
-#include "prefetch/listing.hpp"
+#include "prefetch/order/listing.hpp"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 
-#include "prefetch/image_folder.hpp"
-#include "tests/prefetch/temp_dir.hpp"
+#include "prefetch/torch/image_folder.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace pf = clairfs::prefetch;
 using Paths = std::vector<std::string>;

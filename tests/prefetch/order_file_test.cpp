@@ -1,11 +1,11 @@
 // The order file: round trip, every parse error with its line, the writer's
 // refusals, and the sampler that replays it.
-#include "prefetch/order_file.hpp"
+#include "prefetch/order/order_file.hpp"
 
 #include <catch2/catch.hpp>
 
-#include "prefetch/order_file_sampler.hpp"
-#include "tests/prefetch/temp_dir.hpp"
+#include "prefetch/order/order_file_sampler.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace pf = clairfs::prefetch;
 using Paths = std::vector<std::string>;

@@ -7,8 +7,8 @@
 #include <random>
 #include <thread>
 
-#include "prefetch/keras_flow.hpp"
-#include "prefetch/planner/node_sim.hpp"
+#include "prefetch/keras/keras_flow.hpp"
+#include "tests/support/node_sim.hpp"
 #include "prefetch/planner/planner.hpp"
 
 namespace pf = clairfs::prefetch;

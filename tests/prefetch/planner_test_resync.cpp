@@ -6,8 +6,8 @@
 #include <numeric>
 #include <random>
 
-#include "prefetch/distributed_sampler.hpp"
-#include "prefetch/planner/node_sim.hpp"
+#include "prefetch/torch/distributed_sampler.hpp"
+#include "tests/support/node_sim.hpp"
 #include "prefetch/planner/planner.hpp"
 
 namespace pf = clairfs::prefetch;

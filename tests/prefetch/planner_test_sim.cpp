@@ -8,9 +8,9 @@
 #include <random>
 #include <unordered_map>
 
-#include "prefetch/distributed_sampler.hpp"
-#include "prefetch/planner/loader_sim.hpp"
-#include "prefetch/planner/node_sim.hpp"
+#include "prefetch/torch/distributed_sampler.hpp"
+#include "tests/support/loader_sim.hpp"
+#include "tests/support/node_sim.hpp"
 #include "prefetch/planner/planner.hpp"
 
 namespace pf = clairfs::prefetch;

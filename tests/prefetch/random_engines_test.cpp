@@ -3,9 +3,9 @@
 #include <catch2/catch.hpp>
 #include <random>
 
-#include "prefetch/mt19937.hpp"
-#include "prefetch/numpy_random.hpp"
-#include "prefetch/torch_random.hpp"
+#include "prefetch/rng/mt19937.hpp"
+#include "prefetch/rng/numpy_random.hpp"
+#include "prefetch/rng/torch_random.hpp"
 #include "tests/prefetch/vectors.hpp"
 
 namespace pf = clairfs::prefetch;

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 #include <random>
 
-#include "prefetch/torch_random.hpp"
+#include "prefetch/rng/torch_random.hpp"
 #include "tests/prefetch/vectors.hpp"
 
 namespace pf = clairfs::prefetch;

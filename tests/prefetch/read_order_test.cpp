@@ -1,15 +1,15 @@
 // ReadOrder (the prefetcher's entry point), the loader-worker helpers and the
 // clairfs-order flag parser.
-#include "prefetch/read_order.hpp"
+#include "prefetch/options/read_order.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 
-#include "prefetch/loader_workers.hpp"
-#include "prefetch/order_file.hpp"
-#include "tests/prefetch/temp_dir.hpp"
-#include "prefetch/order_flags.hpp"
+#include "prefetch/order/loader_workers.hpp"
+#include "prefetch/order/order_file.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "prefetch/options/order_flags.hpp"
 
 namespace pf = clairfs::prefetch;
 using Paths = std::vector<std::string>;

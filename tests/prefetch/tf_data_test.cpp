@@ -18,12 +18,12 @@
 #include <string>
 #include <vector>
 
-#include "prefetch/read_order.hpp"
-#include "prefetch/tf_data_sampler.hpp"
-#include "prefetch/tf_glob.hpp"
-#include "prefetch/tf_philox.hpp"
-#include "prefetch/tf_seed.hpp"
-#include "prefetch/tf_shuffle.hpp"
+#include "prefetch/options/read_order.hpp"
+#include "prefetch/tf/tf_data_sampler.hpp"
+#include "prefetch/tf/tf_glob.hpp"
+#include "prefetch/rng/tf_philox.hpp"
+#include "prefetch/tf/tf_seed.hpp"
+#include "prefetch/tf/tf_shuffle.hpp"
 
 using namespace clairfs::prefetch;
 

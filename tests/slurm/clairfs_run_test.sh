@@ -7,14 +7,14 @@ set -uo pipefail
 BIN=$CLAIRFS_BIN
 RUN=$BIN/clairfs-run
 PY=/usr/bin/python3
-source "$CLAIRFS_SRC/tests/dist/ranks_lib.sh" clairfs-run
+source "$CLAIRFS_SRC/tests/fs/dist/ranks_lib.sh" clairfs-run
 failures=0
 pass() { echo "ok   $*"; }
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 mounted() { grep -q " $1 " /proc/mounts; }
 daemons_left() { pgrep -f "^$BIN/clairfsd --dataset $T/out" | wc -l; }
 
-$PY "$CLAIRFS_SRC/tests/integration/make_tree.py" "$T/src" --small 100 --no-links || exit 1
+$PY "$CLAIRFS_SRC/tests/partitioner/make_tree.py" "$T/src" --small 100 --no-links || exit 1
 "$BIN/clairfs-partition" pack "$T/src" "$T/out" --partitions 2 >/dev/null 2>&1 || { fail "pack"; exit 1; }
 cd "$T"
 

@@ -15,7 +15,7 @@
 
 #include "partitioner/format/file_io.hpp"
 #include "partitioner/format/manifest.hpp"
-#include "partitioner/pack/args.hpp"
+#include "base/args.hpp"
 
 namespace {
 

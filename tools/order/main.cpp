@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "prefetch/listing.hpp"
-#include "prefetch/read_order.hpp"
-#include "prefetch/order_flags.hpp"
+#include "prefetch/order/listing.hpp"
+#include "prefetch/options/read_order.hpp"
+#include "prefetch/options/order_flags.hpp"
 #include "tools/order/usage.hpp"
 
 namespace {

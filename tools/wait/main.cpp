@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "partitioner/pack/args.hpp"
+#include "base/args.hpp"
 
 namespace {
 

@@ -1,0 +1,10 @@
+#include "base/clock.hpp"
+
+namespace clairfs::prefetch {
+
+SteadyClock& SteadyClock::Instance() {
+  static SteadyClock clock;
+  return clock;
+}
+
+}  // namespace clairfs::prefetch

@@ -1,0 +1,273 @@
+#include "fs/engine/prefetch_engine.hpp"
+
+#include <algorithm>
+
+#include "base/log.hpp"
+#include "base/thread_name.hpp"
+
+namespace clairfs::fs {
+
+namespace pf = clairfs::prefetch;
+
+namespace {
+// After a listing, refused pushes of its files are tried again this long
+// after it, and once more kListedRetry after that if some were still refused.
+constexpr std::chrono::milliseconds kListedDelay{5};
+constexpr std::chrono::milliseconds kListedRetry{100};
+}  // namespace
+
+PrefetchEngine::PrefetchEngine(std::unique_ptr<pf::Planner> planner,
+                               std::vector<uint8_t> in_dataset,
+                               std::shared_ptr<const format::Manifest> manifest,
+                               PayloadSource* source, RamCache* cache, Stats* stats,
+                               PageCachePusher* pusher, PrefetchEngineOptions options)
+    : planner_(std::move(planner)),
+      in_dataset_(std::move(in_dataset)),
+      manifest_(manifest),
+      reader_(std::move(manifest), source, cache, stats),
+      cache_(cache),
+      pusher_(pusher),
+      options_(std::move(options)) {
+  cache_->SetOwner(this);
+}
+
+PrefetchEngine::~PrefetchEngine() {
+  Stop();
+  cache_->SetOwner(nullptr);
+}
+
+void PrefetchEngine::Start() {
+  for (uint32_t i = 0; i < options_.threads; ++i) {
+    threads_.emplace_back([this](std::stop_token stop) {
+      NameThread("clairfs-fetch");
+      Run(stop);
+    });
+  }
+}
+
+void PrefetchEngine::Stop() {
+  for (auto& t : threads_) t.request_stop();
+  work_cv_.notify_all();
+  threads_.clear();  // joins
+}
+
+void PrefetchEngine::OnOpen(uint32_t node) { Observe(node, /*answering=*/true); }
+
+void PrefetchEngine::OnOpenEvent(uint32_t node) { Observe(node, /*answering=*/false); }
+
+bool PrefetchEngine::Keep(uint32_t node, std::vector<uint32_t>* drop) {
+  // Counted already: fetched, being fetched, or kept after an earlier block.
+  if (planner_->Holds(node)) return true;
+  const uint64_t size = manifest_->node(node).size;
+  pf::Admission a = planner_->Admit(node, size);
+  bool kept = a.admitted;
+  if (kept) {
+    // The bytes are kept as soon as the cache inserts them, so the file is
+    // resident at once; a file larger than reserved cannot happen here.
+    std::vector<pf::FileId> more = planner_->OnFetched(node, size);
+    kept = std::find(more.begin(), more.end(), node) == more.end();
+    a.evict.insert(a.evict.end(), more.begin(), more.end());
+  }
+  if (!a.evict.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (pf::FileId f : a.evict) pushed_.erase(f);
+  }
+  Stats::Add(counters_.evictions, a.evict.size());
+  drop->insert(drop->end(), a.evict.begin(), a.evict.end());
+  if (kept) Stats::Add(counters_.admitted, 1);
+  return kept;
+}
+
+void PrefetchEngine::Dropped(uint32_t node) {
+  planner_->OnEvicted(node);
+  std::lock_guard<std::mutex> lock(mu_);
+  pushed_.erase(node);
+}
+
+bool PrefetchEngine::Pushed(pf::FileId file) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pushed_.count(file) != 0;
+}
+
+void PrefetchEngine::Observe(uint32_t node, bool answering) {
+  if (node >= in_dataset_.size() || in_dataset_[node] == 0) return;
+  Stats::Add(counters_.opens, 1);
+  const pf::OpenResult r = planner_->OnOpen(node);
+  // The ranks moved: a file may have become evictable for one that waits.
+  if (wants_room_.load(std::memory_order_relaxed)) work_cv_.notify_one();
+  if (r.ready) {
+    Stats::Add(counters_.ready, 1);
+    const bool pushed = Pushed(node);
+    Stats::Add(pushed ? counters_.ready_pushed : counters_.ready_ram, 1);
+    // The kernel looked the file up to open it: now it takes the bytes (a
+    // push refused at fetch time, or a file kept after a demand read), and
+    // the reads that follow this open stay in the page cache.
+    if (!pushed && PushKept(node)) Stats::Add(counters_.late_pushes, 1);
+    return;
+  }
+  Stats::Add(counters_.not_ready, 1);
+  if (r.in_flight && answering) {
+    // The fetch may already be decoding the file: waiting for it is cheaper
+    // than a second read, and the push lands before the first READ.
+    const auto t0 = std::chrono::steady_clock::now();
+    bool done;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      done = done_cv_.wait_for(lock, options_.open_wait,
+                               [&] { return fetching_.count(node) == 0; });
+    }
+    const auto ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
+    Stats::Add(counters_.waits, 1);
+    Stats::Add(counters_.wait_ns, static_cast<uint64_t>(ns));
+    if (!done) Stats::Add(counters_.wait_timeouts, 1);
+  }
+  // Not ready and not under way: the reads that follow load it on demand.
+  planner_->EndStall(r);
+}
+
+void PrefetchEngine::OnListed(uint32_t first, uint32_t end) {
+  if (pusher_ == nullptr) return;
+  // The kernel makes the inodes once the reply is out: first try a little
+  // later, then once more in case the lister was slow to get the CPU.
+  std::lock_guard<std::mutex> lock(mu_);
+  listings_.push_back({first, end, std::chrono::steady_clock::now() + kListedDelay, 2});
+}
+
+bool PrefetchEngine::PushKept(pf::FileId file) {
+  if (pusher_ == nullptr) return false;
+  std::optional<ReadData> data = reader_.Peek(file);
+  if (!data || data->total == 0 || !pusher_->Push(InodeOfNode(file), 0, *data).ok()) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  pushed_.insert(file);
+  return true;
+}
+
+void PrefetchEngine::RetryListed() {
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<Listing> due;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (listings_.empty()) return;
+    auto late = std::partition(listings_.begin(), listings_.end(),
+                               [&](const Listing& l) { return l.due > now; });
+    due.assign(late, listings_.end());
+    listings_.erase(late, listings_.end());
+  }
+  bool refused = false;
+  for (const Listing& l : due) {
+    for (uint32_t f = l.first; f < l.end; ++f) {
+      if (f >= in_dataset_.size() || in_dataset_[f] == 0 || !planner_->Holds(f) || Pushed(f)) {
+        continue;
+      }
+      if (PushKept(f)) {
+        Stats::Add(counters_.listed_pushes, 1);
+      } else {
+        refused = true;
+      }
+    }
+  }
+  if (!refused) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Listing l : due) {
+    if (--l.attempts_left <= 0) continue;
+    l.due = now + kListedRetry;
+    listings_.push_back(l);
+  }
+}
+
+void PrefetchEngine::Run(std::stop_token stop) {
+  while (!stop.stop_requested()) {
+    RetryListed();
+    pf::FetchPlan plan = planner_->NextFetches(options_.fetches_per_plan);
+    Drop(plan.evict);
+    wants_room_.store(plan.fetch.empty() && plan.room_bound, std::memory_order_relaxed);
+    if (plan.fetch.empty()) {
+      planner_->Maintain();
+      std::unique_lock<std::mutex> lock(mu_);
+      work_cv_.wait_for(lock, options_.idle_poll, [&] { return stop.stop_requested(); });
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (pf::FileId f : plan.fetch) fetching_.insert(f);
+    }
+    for (size_t i = 0; i < plan.fetch.size(); ++i) {
+      if (stop.stop_requested()) {
+        for (size_t j = i; j < plan.fetch.size(); ++j) planner_->OnFetchFailed(plan.fetch[j]);
+        std::lock_guard<std::mutex> lock(mu_);
+        for (size_t j = i; j < plan.fetch.size(); ++j) fetching_.erase(plan.fetch[j]);
+        break;
+      }
+      Fetch(plan.fetch[i]);
+    }
+  }
+}
+
+void PrefetchEngine::Fetch(pf::FileId file) {
+  // The blocks land in the RAM cache as they load: the planner counts the
+  // file (in flight), so the cache keeps them.
+  auto data = reader_.Read(file, 0, SIZE_MAX);
+  const bool ok = data.ok() && reader_.Peek(file).has_value();
+  if (!ok) {
+    if (data.ok()) {
+      // Loaded but not kept: the room was not free yet (an eviction decided
+      // a moment earlier had not reached the cache). Not counted any more.
+      Stats::Add(counters_.not_kept, 1);
+      cache_->EraseFile(file);
+      planner_->OnEvicted(file);
+    } else {
+      Stats::Add(counters_.fetch_failures, 1);
+      planner_->OnFetchFailed(file);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      fetching_.erase(file);
+    }
+    done_cv_.notify_all();
+    return;
+  }
+  const uint64_t bytes = data->total;
+  bool pushed = false;
+  if (pusher_ != nullptr && bytes > 0) {
+    Status st = pusher_->Push(InodeOfNode(file), 0, *data);
+    if (st.ok()) {
+      pushed = true;
+      Stats::Add(counters_.pushes, 1);
+      Stats::Add(counters_.pushed_bytes, bytes);
+    } else if (st.IsNotFound()) {
+      Stats::Add(counters_.push_unknown_inode, 1);  // RAM is the tier for this one
+    } else {
+      if (counters_.push_errors.fetch_add(1) == 0) {
+        Log(LogLevel::kWarn,
+            "page cache push failed (counted, not logged again): " + st.ToString());
+      }
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    fetching_.erase(file);
+    if (pushed) {
+      pushed_.insert(file);
+    } else {
+      pushed_.erase(file);
+    }
+  }
+  Stats::Add(counters_.fetched, 1);
+  Stats::Add(counters_.fetched_bytes, bytes);
+  done_cv_.notify_all();
+  Drop(planner_->OnFetched(file, bytes));
+}
+
+void PrefetchEngine::Drop(const std::vector<pf::FileId>& files) {
+  if (files.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (pf::FileId f : files) pushed_.erase(f);
+  }
+  for (pf::FileId f : files) cache_->EraseFile(f);
+  Stats::Add(counters_.evictions, files.size());
+}
+
+}  // namespace clairfs::fs

@@ -1,0 +1,152 @@
+// PrefetchEngine: runs the Planner inside clairfsd. It sees every open of a
+// dataset file (an OpenObserver hooked into Vfs::Open), and its fetch threads
+// take the planner's NextFetches, load each file through a FileReader (so it
+// lands verified in the RAM cache), push the bytes into the kernel's page
+// cache (PageCachePusher: fuse_lowlevel_notify_store) and drop a file's
+// blocks from the RAM cache when the planner evicts it.
+//
+// One owner of cached bytes: the engine is the RAM cache's FileOwner, so the
+// planner decides which files the cache keeps - what it fetched, and what a
+// demand read loaded (Admit, then OnFetched, as the simulator does) - and
+// the planner's budget is the cache's capacity (ram_cache). Nothing else
+// holds file bytes beyond the replies in flight.
+//
+// Tiers: a pushed file is read at page-cache speed and never reaches the
+// daemon; a push the kernel refuses (the inode is not known yet, ENOENT)
+// leaves the RAM copy as the second tier; anything the planner does not keep
+// is read from the packs on demand. With the planner lost or without
+// predictions, Admit keeps demand-read files oldest-out-first.
+//
+// An open of a file whose fetch is under way waits for it, at most
+// options.open_wait (the FUSE worker never blocks without bound). Pushes the
+// kernel refused are tried again when it learns the inodes: a fetch thread
+// retries the kept files of a directory listing shortly after the listing
+// (READDIRPLUS makes the inodes; a training framework lists its dataset
+// before it reads it), and an open of a kept file not pushed yet pushes it
+// before the open is answered.
+//
+// Idle fetch threads sleep options.idle_poll at most; an open wakes one only
+// when the last plan stopped for want of room (an open may make some).
+//
+// Thread-safety: thread-safe. Lock order: the cache's lock (Keep, Dropped),
+// then the planner's, then mu_. mu_ is never held across a planner call, a
+// cache call, a file read or a push.
+// The cache must outlive the engine; the engine is its owner from the
+// constructor to the destructor. Start once, Stop (or the destructor) joins
+// the threads.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "fs/cache/ram_cache.hpp"
+#include "fs/stats/stats.hpp"
+#include "fs/store/payload_source.hpp"
+#include "fs/vfs/file_reader.hpp"
+#include "fs/vfs/inode.hpp"
+#include "fs/vfs/open_observer.hpp"
+#include "partitioner/format/manifest.hpp"
+#include "prefetch/planner/planner.hpp"
+
+namespace clairfs::fs {
+
+struct PrefetchEngineOptions {
+  uint32_t threads = 2;                       // fetch threads
+  std::chrono::milliseconds open_wait{2000};  // longest wait of an open for its fetch
+  size_t fetches_per_plan = 4;                // files one thread takes from NextFetches at a time
+  std::chrono::milliseconds idle_poll{20};  // a thread with nothing to do sleeps this long at most
+  std::string sampler;                     // for stats.json only
+};
+
+class PrefetchEngine final : public OpenObserver, public FileOwner {
+ public:
+  // `in_dataset` (by manifest node, 1 = a dataset file) selects the opens the
+  // planner is told of. The manifest, source, cache and stats must outlive
+  // the engine; `pusher` may be null (RAM tier only) and must outlive Stop().
+  PrefetchEngine(std::unique_ptr<prefetch::Planner> planner, std::vector<uint8_t> in_dataset,
+                 std::shared_ptr<const format::Manifest> manifest, PayloadSource* source,
+                 RamCache* cache, Stats* stats, PageCachePusher* pusher,
+                 PrefetchEngineOptions options);
+  ~PrefetchEngine() override;
+
+  void Start();
+  void Stop();
+
+  void OnOpen(uint32_t node) override;
+  // An open seen after the fact (OpenWatcher): as OnOpen, but the opener is
+  // not waiting for an answer, so nothing waits for an in-flight fetch.
+  void OnOpenEvent(uint32_t node);
+  void OnListed(uint32_t first, uint32_t end) override;
+
+  // FileOwner: the RAM cache asks whether to keep a loaded block.
+  bool Keep(uint32_t node, std::vector<uint32_t>* drop) override;
+  void Dropped(uint32_t node) override;
+
+  // The members of stats.json's "prefetch" section (docs/fuse.md).
+  void WriteStats(clairfs::JsonWriter& w) const;
+  prefetch::PlannerStats PlannerStats() const { return planner_->Stats(); }
+  // By manifest node: 1 for a file of the dataset (the opens the planner is told of).
+  const std::vector<uint8_t>& in_dataset() const { return in_dataset_; }
+
+  struct Counters {
+    std::atomic<uint64_t> opens{0}, ready{0}, ready_pushed{0}, ready_ram{0};
+    std::atomic<uint64_t> waits{0}, wait_ns{0}, wait_timeouts{0}, not_ready{0};
+    std::atomic<uint64_t> fetched{0}, fetched_bytes{0}, fetch_failures{0}, evictions{0};
+    std::atomic<uint64_t> pushes{0}, pushed_bytes{0}, push_unknown_inode{0}, push_errors{0};
+    std::atomic<uint64_t> listed_pushes{0};  // refused at fetch, pushed after a listing
+    std::atomic<uint64_t> late_pushes{0};    // refused at fetch, pushed at the file's open
+    std::atomic<uint64_t> admitted{0};       // demand-read files the planner kept
+    std::atomic<uint64_t> not_kept{0};       // fetched files the cache could not keep
+  };
+  const Counters& counters() const { return counters_; }
+
+ private:
+  void Observe(uint32_t node, bool answering);
+  void Run(std::stop_token stop);
+  void Fetch(prefetch::FileId file);
+  void Drop(const std::vector<prefetch::FileId>& files);
+  // Pushes the kept, unpushed files of listings that are due.
+  void RetryListed();
+  // Pushes `file`'s bytes if the cache holds all of them; true when the
+  // kernel took them.
+  bool PushKept(prefetch::FileId file);
+  bool Pushed(prefetch::FileId file) const;
+
+  struct Listing {
+    uint32_t first, end;  // nodes [first, end)
+    std::chrono::steady_clock::time_point due;
+    int attempts_left;
+  };
+
+  const std::unique_ptr<prefetch::Planner> planner_;
+  const std::vector<uint8_t> in_dataset_;
+  const std::shared_ptr<const format::Manifest> manifest_;
+  FileReader reader_;
+  RamCache* const cache_;
+  PageCachePusher* const pusher_;
+  const PrefetchEngineOptions options_;
+
+  mutable std::mutex mu_;            // guards the four members below
+  std::condition_variable done_cv_;  // a fetch finished (waiting opens)
+  std::condition_variable work_cv_;  // an open moved the ranks (idle threads)
+  std::unordered_set<prefetch::FileId> fetching_;
+  // Kept files whose bytes the kernel took; forgotten when the planner
+  // evicts them, so a file kept again is pushed again.
+  std::unordered_set<prefetch::FileId> pushed_;
+  std::vector<Listing> listings_;  // listings whose refused pushes are to be retried
+  std::atomic<bool> wants_room_{false};  // the last plan stopped for want of room
+
+  std::vector<std::jthread> threads_;
+  Counters counters_;
+};
+
+}  // namespace clairfs::fs

@@ -1,0 +1,95 @@
+// The "prefetch" section of stats.json (documented in docs/fuse.md).
+#include "fs/engine/prefetch_engine.hpp"
+
+namespace clairfs::fs {
+namespace {
+
+uint64_t Get(const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); }
+
+}  // namespace
+
+void PrefetchEngine::WriteStats(clairfs::JsonWriter& w) const {
+  const prefetch::PlannerStats p = planner_->Stats();
+  const Counters& c = counters_;
+  w.String("sampler", options_.sampler).Bool("enabled", p.enabled).Bool("lost", p.lost);
+  const prefetch::PlannerConfig& job = planner_->config();
+  w.BeginObject("job")
+      .Integer("start_epoch", job.start_epoch)
+      .Integer("end_epoch", job.end_epoch)
+      .Integer("batch_size", job.batch_size)
+      .Integer("num_workers", job.num_workers)
+      .Integer("prefetch_factor", job.prefetch_factor)
+      .Integer("read_window", job.read_window)
+      .Integer("fetch_threads", options_.threads)
+      .Integer("open_wait_ms", static_cast<uint64_t>(options_.open_wait.count()))
+      .EndObject();
+  w.BeginArray("ranks");
+  for (const prefetch::RankPosition& r : planner_->Positions()) {
+    w.BeginObject()
+        .Integer("rank", r.rank)
+        .Integer("epoch", r.epoch)
+        .Integer("offset", r.offset)
+        .EndObject();
+  }
+  w.EndArray();
+  w.Integer("opens", Get(c.opens)).Integer("predicted", p.predicted_opens);
+  w.Integer("ready", Get(c.ready));
+  w.BeginObject("open_hits")
+      .Integer("page_cache", Get(c.ready_pushed))
+      .Integer("ram", Get(c.ready_ram))
+      .Integer("not_ready", Get(c.not_ready))
+      .EndObject();
+  w.Integer("stalls", p.stalled_opens)
+      .Integer("stall_ns", p.stall_ns)
+      .Integer("max_stall_ns", p.max_stall_ns)
+      .Integer("waits", Get(c.waits))
+      .Integer("wait_ns", Get(c.wait_ns))
+      .Integer("wait_timeouts", Get(c.wait_timeouts))
+      .Integer("lead_files", p.lead_files)
+      .Integer("lead_bytes", p.lead_bytes)
+      .Integer("lead_steps", p.lead_steps)
+      .Integer("epoch", p.epoch)
+      .Integer("deviations", p.deviations)
+      .Integer("repeat_opens", p.repeat_opens)
+      .Integer("resync_attempts", p.resync_attempts)
+      .Integer("resyncs", p.resyncs)
+      .Integer("budget_bytes", p.budget_bytes)
+      .Integer("used_bytes", p.resident_bytes + p.in_flight_bytes)
+      .Integer("peak_used_bytes", p.peak_used_bytes)
+      .Integer("resident_files", p.resident_files)
+      .Integer("fetched", Get(c.fetched))
+      .Integer("fetched_bytes", Get(c.fetched_bytes))
+      .Integer("fetch_failures", Get(c.fetch_failures))
+      .Integer("not_kept", Get(c.not_kept))
+      .Integer("admitted", Get(c.admitted))
+      .Integer("evictions", Get(c.evictions))
+      .Integer("short_budget_stops", p.short_budget_stops)
+      .Integer("order_errors", p.order_errors)
+      .Bool("batch_mode", p.batch_mode);
+  w.BeginObject("batches")
+      .Integer("pinned", p.batches_pinned)
+      .Integer("ready_at_pin", p.batches_ready)
+      .EndObject();
+  w.BeginObject("page_cache")
+      .Integer("pushes", Get(c.pushes))
+      .Integer("bytes", Get(c.pushed_bytes))
+      .Integer("unknown_inode", Get(c.push_unknown_inode))
+      .Integer("listed_pushes", Get(c.listed_pushes))
+      .Integer("late_pushes", Get(c.late_pushes))
+      .Integer("errors", Get(c.push_errors))
+      .EndObject();
+  w.BeginArray("per_epoch");
+  for (const prefetch::EpochCounts& e : p.per_epoch) {
+    w.BeginObject()
+        .Integer("epoch", e.epoch)
+        .Integer("opens", e.opens)
+        .Integer("ready", e.ready)
+        .Integer("stalls", e.stalls)
+        .Integer("deviations", e.deviations)
+        .Integer("resyncs", e.resyncs)
+        .EndObject();
+  }
+  w.EndArray();
+}
+
+}  // namespace clairfs::fs

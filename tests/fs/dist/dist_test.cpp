@@ -1,0 +1,323 @@
+// Ownership, staging and the distributed store over the loopback transport.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+
+#include <catch2/catch.hpp>
+
+#include "fs/dist/distributed_pack_store.hpp"
+#include "fs/dist/ownership.hpp"
+#include "fs/dist/path_template.hpp"
+#include "fs/dist/stager.hpp"
+#include "fs/net/loopback_transport.hpp"
+#include "fs/store/payload_source.hpp"
+#include "partitioner/format/file_io.hpp"
+#include "partitioner/pack/packer.hpp"
+#include "tests/support/stderr_capture.hpp"
+
+namespace stdfs = std::filesystem;
+using namespace clairfs;
+using namespace clairfs::fs;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Dataset {
+  Dataset(uint32_t partitions, uint32_t replicas) {
+    std::string t = (stdfs::temp_directory_path() / "clairfs-dist-test.XXXXXX").string();
+    root = ::mkdtemp(t.data());
+    std::mt19937 rng(7);
+    for (int i = 0; i < 60; ++i) {
+      std::string data(1000 + rng() % 20000, '\0');
+      for (auto& ch : data) ch = static_cast<char>(i % 3 ? rng() : 'a' + i % 7);
+      const std::string rel = "c" + std::to_string(i % 4) + "/f" + std::to_string(i);
+      stdfs::create_directories(stdfs::path(root + "/src/" + rel).parent_path());
+      std::ofstream(root + "/src/" + rel, std::ios::binary) << data;
+      files.emplace_back(rel, data);
+    }
+    pack::PackOptions o;
+    o.src = root + "/src";
+    o.out = root + "/out";
+    o.partitions = partitions;
+    o.replicas = replicas;
+    o.frame_size = 8192;  // some files framed: several round trips per read
+    REQUIRE(pack::Pack(o).ok());
+    auto m = format::Manifest::Load(o.out);
+    REQUIRE(m.ok());
+    manifest = *m;
+  }
+  ~Dataset() { stdfs::remove_all(root); }
+  std::string out() const { return root + "/out"; }
+
+  std::string root;
+  std::vector<std::pair<std::string, std::string>> files;
+  std::shared_ptr<const format::Manifest> manifest;
+};
+
+// Reads every file through `store` and counts mismatches.
+int Mismatches(const Dataset& d, PackStore* store) {
+  PackPayloadSource source(d.manifest, store);
+  int bad = 0;
+  for (const auto& [rel, data] : d.files) {
+    const uint32_t node = *d.manifest->Resolve(rel);
+    std::string got(data.size(), '\0');
+    auto n = source.Read(node, 0, got.size(), got.data());
+    if (!n.ok() || *n != data.size() || got != data) ++bad;
+  }
+  return bad;
+}
+
+struct Ranks {
+  // `stagers[r]`, where given, holds rank r's staged copies.
+  Ranks(const Dataset& d, int n, DistOptions opt = {}, std::vector<Stager*> stagers = {})
+      : fabric(std::make_shared<LoopbackFabric>(n)) {
+    const Ownership own(d.manifest->partition_count(), d.manifest->header().replicas, n);
+    stagers.resize(n, nullptr);
+    for (int r = 0; r < n; ++r) {
+      transports.push_back(std::make_unique<LoopbackTransport>(fabric, r));
+      stores.push_back(std::make_unique<DistributedPackStore>(
+          d.out(), d.manifest, own, r, transports[r].get(), stagers[r], opt));
+    }
+    for (int r = 0; r < n; ++r) {
+      DistributedPackStore* s = stores[r].get();
+      auto serve = [s](int peer, const PackRead& rd) { return s->Serve(peer, rd); };
+      auto serve_now = [s](int peer, const PackRead& rd) { return s->ServeIfCached(peer, rd); };
+      REQUIRE(transports[r]->Start(serve, 2, serve_now).ok());
+    }
+  }
+  ~Ranks() {
+    for (auto& t : transports) t->Stop();
+  }
+  std::shared_ptr<LoopbackFabric> fabric;
+  std::vector<std::unique_ptr<LoopbackTransport>> transports;
+  std::vector<std::unique_ptr<DistributedPackStore>> stores;
+};
+
+}  // namespace
+
+TEST_CASE("ownership: every partition on K distinct ranks, home first", "[dist]") {
+  for (int ranks : {1, 2, 3, 4, 7}) {
+    for (uint32_t k : {1u, 2u, 3u}) {
+      Ownership own(10, k, ranks);
+      const uint32_t kk = std::min<uint32_t>(k, ranks);
+      for (uint32_t p = 0; p < 10; ++p) {
+        auto owners = own.Owners(p);
+        REQUIRE(owners.size() == kk);
+        CHECK(owners[0] == static_cast<int>(p % ranks));
+        CHECK(std::set<int>(owners.begin(), owners.end()).size() == kk);
+        for (int r = 0; r < ranks; ++r) {
+          CHECK(own.Holds(r, p) == (std::find(owners.begin(), owners.end(), r) != owners.end()));
+        }
+      }
+      CHECK(own.Owners(10).size() == static_cast<size_t>(ranks));  // broadcast pack
+      size_t held = 0;
+      for (int r = 0; r < ranks; ++r) held += own.PartitionsOf(r).size();
+      CHECK(held == 10 * kk + ranks);
+    }
+  }
+}
+
+TEST_CASE("staging logs its progress while it copies", "[dist]") {
+  Dataset d(4, 1);
+  const std::string text = clairfs::testing::CaptureStderr([&] {
+    Stager s(d.out(), d.root + "/ssd", d.manifest, {0, 1, 2, 3}, 1, 0ms);
+    s.Start();
+    s.Wait();
+  });
+  CHECK(text.find("staging: ") != std::string::npos);
+  CHECK(text.find(" copied, ") != std::string::npos);
+  CHECK(text.find("packs done, ") != std::string::npos);
+  CHECK(text.find("staging done: 4/4 packs") != std::string::npos);
+}
+
+TEST_CASE("staging copies and verifies, then reuses intact copies", "[dist]") {
+  Dataset d(4, 1);
+  const std::string local = d.root + "/ssd";
+  {
+    Stager s(d.out(), local, d.manifest, {0, 2, 4});
+    s.Start();
+    s.Wait();
+    CHECK(s.progress().packs_done == 3);
+    CHECK(s.progress().packs_reused == 0);
+    CHECK(s.progress().packs_failed == 0);
+    CHECK(s.Staged(0) != nullptr);
+    CHECK(s.Staged(1) == nullptr);
+    CHECK(s.Staged(4) != nullptr);
+  }
+  {
+    Stager again(d.out(), local, d.manifest, {0, 2, 4});
+    again.Start();
+    again.Wait();
+    CHECK(again.progress().packs_reused == 3);
+    CHECK(again.progress().bytes_copied == 0);
+  }
+  // A damaged staged copy is copied again; a damaged source is refused.
+  {
+    std::fstream f(local + "/part-00002", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('\x7f');
+  }
+  {
+    std::fstream f(d.out() + "/part-00000", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(200);
+    f.put('\x7f');
+  }
+  stdfs::remove(local + "/part-00000");
+  Stager third(d.out(), local, d.manifest, {0, 2});
+  third.Start();
+  third.Wait();
+  CHECK(third.Staged(2) != nullptr);
+  CHECK(third.Staged(0) == nullptr);
+  CHECK(third.progress().packs_failed == 1);
+  REQUIRE(third.errors().size() == 1);
+  CHECK_THAT(third.errors()[0], Catch::Contains("part-00000"));
+  CHECK_FALSE(stdfs::exists(local + "/.part-00000.staging"));
+}
+
+TEST_CASE("remote partitions are read from their owners", "[dist]") {
+  Dataset d(6, 1);
+  Ranks ranks(d, 3);
+  for (int r = 0; r < 3; ++r) CHECK(Mismatches(d, ranks.stores[r].get()) == 0);
+  for (int r = 0; r < 3; ++r) {
+    const DistCounters& c = ranks.stores[r]->counters();
+    CHECK(c.peer_reads > 0);
+    CHECK(c.served_reads > 0);
+    CHECK(c.fallback_reads == 0);
+  }
+}
+
+TEST_CASE("a dead owner is skipped for a replica, then for the dataset's pack", "[dist]") {
+  DistOptions opt;
+  opt.peer_timeout = 100ms;
+  {
+    Dataset d(6, 2);
+    Ranks ranks(d, 3, opt);
+    ranks.fabric->SetDead(1, true);
+    CHECK(Mismatches(d, ranks.stores[0].get()) == 0);
+    const DistCounters& c = ranks.stores[0]->counters();
+    CHECK(c.peer_failures >= 1);  // the first read that went to rank 1 timed out
+    CHECK(c.peer_reads > 0);      // rank 2 answered for it and for itself
+    CHECK(c.fallback_reads == 0); // two replicas: nothing needed the shared pack
+  }
+  {
+    Dataset d(6, 1);
+    Ranks ranks(d, 3, opt);
+    ranks.fabric->SetDead(1, true);
+    CHECK(Mismatches(d, ranks.stores[0].get()) == 0);
+    CHECK(ranks.stores[0]->counters().fallback_reads > 0);  // rank 1's partitions, from OUT
+  }
+}
+
+TEST_CASE("bytes damaged on a node's disk are read again from the dataset's pack", "[dist]") {
+  Dataset d(4, 1);
+  const Ownership own(4, 1, 2);
+  const std::string local = d.root + "/ssd1";
+  Stager stager(d.out(), local, d.manifest, own.PartitionsOf(1));
+  stager.Start();
+  stager.Wait();
+  REQUIRE(stager.Staged(1) != nullptr);
+  // After staging verified it, flip a byte inside every file of partition 1 in
+  // rank 1's copy: rank 1 reads it itself, rank 0 gets it as a peer's answer.
+  int damaged = 0;
+  {
+    std::fstream f(local + "/part-00001", std::ios::in | std::ios::out | std::ios::binary);
+    for (uint32_t i = 0; i < d.manifest->node_count(); ++i) {
+      const format::NodeRecord& r = d.manifest->node(i);
+      if (r.kind != static_cast<uint8_t>(format::NodeKind::kFile) || r.partition != 1 ||
+          r.stored_size == 0) {
+        continue;
+      }
+      f.seekg(r.offset + r.stored_size / 2);
+      const char c = static_cast<char>(f.get());
+      f.seekp(r.offset + r.stored_size / 2);
+      f.put(static_cast<char>(c ^ 0x20));
+      ++damaged;
+    }
+  }
+  REQUIRE(damaged > 0);
+  Ranks ranks(d, 2, {}, {nullptr, &stager});
+  for (int r = 0; r < 2; ++r) {
+    CHECK(Mismatches(d, ranks.stores[r].get()) == 0);
+    CHECK(ranks.stores[r]->counters().damaged_rereads >= static_cast<uint64_t>(damaged));
+  }
+  CHECK(ranks.stores[0]->counters().peer_reads > 0);  // the damaged bytes did come from rank 1
+  // Intact copies are not read twice.
+  Ranks clean(d, 2);
+  CHECK(Mismatches(d, clean.stores[0].get()) == 0);
+  CHECK(clean.stores[0]->counters().damaged_rereads == 0);
+}
+
+TEST_CASE("a peer's answers damaged on the way are read again from the dataset's pack", "[dist]") {
+  Dataset d(6, 1);
+  Ranks ranks(d, 3);
+  ranks.fabric->SetDamageReplies(1, true);
+  CHECK(Mismatches(d, ranks.stores[0].get()) == 0);
+  const DistCounters& c = ranks.stores[0]->counters();
+  CHECK(c.peer_reads > 0);        // rank 1 did answer, and rank 2 too
+  CHECK(c.damaged_rereads > 0);   // rank 1's answers failed their checksum
+  CHECK(Mismatches(d, ranks.stores[2].get()) == 0);
+}
+
+TEST_CASE("a holder without a copy of its own reads another owner's", "[dist]") {
+  // Replicas 2 over 2 ranks: both hold every partition. Rank 1 staged them;
+  // rank 0 did not (its staging failed), and then the dataset directory went.
+  Dataset d(4, 2);
+  const Ownership own(4, 2, 2);
+  Stager stager(d.out(), d.root + "/ssd1", d.manifest, own.PartitionsOf(1));
+  stager.Start();
+  stager.Wait();
+  Ranks ranks(d, 2, {}, {nullptr, &stager});
+  stdfs::rename(d.out(), d.root + "/gone");
+  CHECK(Mismatches(d, ranks.stores[0].get()) == 0);
+  CHECK(ranks.stores[0]->counters().peer_reads > 0);
+  stdfs::rename(d.root + "/gone", d.out());
+}
+
+TEST_CASE("peers refuse reads of partitions they do not hold or past the end", "[dist]") {
+  Dataset d(4, 1);
+  Ranks ranks(d, 2);
+  CHECK(ranks.stores[0]->Serve(1, {1, 0, 10}).status().IsNotFound());
+  const uint64_t size = d.manifest->partition(0).pack_bytes;
+  CHECK(ranks.stores[0]->Serve(1, {0, size - 5, 10}).status().code() == Code::kInvalidArgument);
+  CHECK(ranks.stores[0]->Serve(1, {0, size - 5, 5}).ok());
+  // Refusals need no wait: ServeIfCached answers them too.
+  auto not_held = ranks.stores[0]->ServeIfCached(1, {1, 0, 10});
+  REQUIRE(not_held.has_value());
+  CHECK(not_held->status().IsNotFound());
+  auto past = ranks.stores[0]->ServeIfCached(1, {0, size - 5, 10});
+  REQUIRE(past.has_value());
+  CHECK(past->status().code() == Code::kInvalidArgument);
+  // Bytes Serve just read (so the pack is open and those pages cached) come
+  // at once, the same bytes.
+  auto served = ranks.stores[0]->Serve(1, {0, 0, 4096});
+  REQUIRE(served.ok());
+  auto now = ranks.stores[0]->ServeIfCached(1, {0, 0, 4096});
+  REQUIRE(now.has_value());
+  REQUIRE(now->ok());
+  CHECK(**now == *served);
+}
+
+TEST_CASE("ServeIfCached waits for nothing: a pack not opened yet is left to Serve", "[dist]") {
+  Dataset d(4, 1);
+  Ranks ranks(d, 2);
+  CHECK_FALSE(ranks.stores[0]->ServeIfCached(1, {0, 0, 10}).has_value());
+}
+
+TEST_CASE("per-rank paths expand rank, host and environment variables", "[dist]") {
+  ::setenv("CLAIRFS_TEST_DIR", "/scratch/job7", 1);
+  ::unsetenv("CLAIRFS_TEST_UNSET");
+  CHECK(*ExpandPath("/tmp/x/mnt{rank}", 3, "n1") == "/tmp/x/mnt3");
+  CHECK(*ExpandPath("${CLAIRFS_TEST_DIR}/{host}/ssd{rank}", 0, "node01") ==
+        "/scratch/job7/node01/ssd0");
+  CHECK(*ExpandPath("$CLAIRFS_TEST_DIR/a", 0, "h") == "/scratch/job7/a");
+  CHECK(*ExpandPath("${CLAIRFS_TEST_UNSET:-/tmp}/c", 0, "h") == "/tmp/c");
+  CHECK(*ExpandPath("${CLAIRFS_TEST_DIR:-/tmp}/c", 0, "h") == "/scratch/job7/c");
+  auto unset = ExpandPath("${CLAIRFS_TEST_UNSET}/c", 0, "h");
+  REQUIRE_FALSE(unset.ok());
+  CHECK_THAT(unset.status().message(), Catch::Contains("CLAIRFS_TEST_UNSET"));
+  CHECK_FALSE(ExpandPath("${OOPS", 0, "h").ok());
+  CHECK(*ExpandPath("plain/path", 5, "h") == "plain/path");
+}
