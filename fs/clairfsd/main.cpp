@@ -59,24 +59,6 @@ clairfs::Status ExpandSetting(const char* name, std::string* path, const fs::Clu
   return clairfs::Status::Ok();
 }
 
-fs::FuseOptions FuseOptionsFrom(const fs::Config& c) {
-  fs::FuseOptions o;
-  o.mount = c.mount;
-  o.dataset = c.dataset;
-  o.allow_other = c.allow_other;
-  o.fuse_threads = c.fuse_threads;
-  o.spin_us = c.fuse_spin_us;
-  o.threads = c.threads;
-  o.clone_fd = c.clone_fd;
-  o.entry_timeout = c.entry_timeout;
-  o.attr_timeout = c.attr_timeout;
-  o.negative_timeout = c.negative_timeout;
-  o.no_open = c.no_open;
-  o.no_opendir = c.no_opendir;
-  o.read_ahead = c.read_ahead;
-  return o;
-}
-
 void PrintConfigErrors(const std::string& msg) {
   std::fprintf(stderr, "clairfsd: configuration errors:\n");
   size_t pos = 0;
@@ -98,8 +80,8 @@ int main(int argc, char** argv) {
   // start-up gates (read here from a copy of the arguments; errors in them
   // are reported below, through the gates).
   auto early = fs::LoadCommandLine(std::vector<std::string>(argv + 1, argv + argc));
-  const std::chrono::milliseconds init_wait(early.ok() ? early->config.start_timeout_ms
-                                                       : fs::Config{}.start_timeout_ms);
+  const std::chrono::milliseconds init_wait(early.ok() ? early->config.cluster.start_timeout
+                                                       : fs::ClusterOptions{}.start_timeout);
   auto joined = fs::Cluster::Join(&argc, &argv, init_wait);
   if (!joined.ok()) {
     clairfs::Log(clairfs::LogLevel::kError, joined.status().ToString());
@@ -110,7 +92,7 @@ int main(int argc, char** argv) {
 
   // Until every rank has passed the last start-up gate, a rank that fails
   // still takes part in each gate (Cluster::Agree), so the job stops as one.
-  const auto gate_wait = std::chrono::milliseconds(fs::Config{}.start_timeout_ms);
+  const auto gate_wait = fs::ClusterOptions{}.start_timeout;
   auto cl = fs::LoadCommandLine(std::vector<std::string>(argv + 1, argv + argc));
   if (!cl.ok()) {
     PrintConfigErrors(cl.status().message());
@@ -122,7 +104,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   fs::Config& config = cl->config;
-  const auto start_wait = std::chrono::milliseconds(config.start_timeout_ms);
+  const auto start_wait = config.cluster.start_timeout;
   if (config.prefetch_sampler != "none") {
     // The sampler's settings, through clairfs-order's parser: a malformed one
     // is a configuration error like any other.
@@ -138,17 +120,18 @@ int main(int argc, char** argv) {
     (void)cluster.Agree(st, start_wait);
     return 2;
   };
-  for (auto [name, path] : {std::pair{"dataset", &config.dataset}, {"mount", &config.mount},
-                            {"local_dir", &config.local_dir}}) {
+  for (auto [name, path] : {std::pair{"dataset", &config.cluster.dataset},
+                            {"mount", &config.fuse.mount},
+                            {"local_dir", &config.cluster.local_dir}}) {
     clairfs::Status st = ExpandSetting(name, path, cluster);
     if (!st.ok()) return refuse(st);
   }
   clairfs::SetLogLevel(config.log_level);
   const bool prefetch = config.prefetch_sampler != "none";
-  if (prefetch && config.no_open) {
+  if (prefetch && config.vfs.decline_open) {
     // The prefetcher tracks the ranks from their opens: until an OpenWatcher
     // reports them (prefetch_opens: inotify), every OPEN must reach the daemon.
-    config.no_open = false;
+    config.vfs.decline_open = false;
     clairfs::Log(clairfs::LogLevel::kInfo,
             "prefetch_sampler " + config.prefetch_sampler +
                 (config.prefetch_opens == "inotify"
@@ -161,21 +144,22 @@ int main(int argc, char** argv) {
   // Each node checks the shared paths itself: a file system not mounted on one
   // node is that node's problem to name.
   std::error_code ec;
-  if (!std::filesystem::is_directory(config.dataset, ec)) {
-    const bool exists = std::filesystem::exists(config.dataset, ec);
+  const std::string& dataset = config.cluster.dataset;
+  if (!std::filesystem::is_directory(dataset, ec)) {
+    const bool exists = std::filesystem::exists(dataset, ec);
     return refuse(clairfs::Status::InvalidArgument(
-        "dataset: " + config.dataset +
+        "dataset: " + dataset +
         (exists ? " is not a directory (give the clairfs-partition output directory, which holds "
                   "the manifest and the part-* packs)"
                 : " does not exist on host " + cluster.host() +
                       " (is the shared file system mounted on every node?)")));
   }
   bool detached_stale = false;
-  if (clairfs::Status st = fs::PrepareMountPoint(config.mount, &detached_stale); !st.ok()) {
+  if (clairfs::Status st = fs::PrepareMountPoint(config.fuse.mount, &detached_stale); !st.ok()) {
     return refuse(st);
   }
   if (detached_stale) {
-    clairfs::Log(clairfs::LogLevel::kWarn, "mount point " + config.mount +
+    clairfs::Log(clairfs::LogLevel::kWarn, "mount point " + config.fuse.mount +
                                      ": detached the dead mount of an earlier clairfsd (its "
                                      "daemon was gone)");
   }
@@ -183,15 +167,7 @@ int main(int argc, char** argv) {
     clairfs::Log(clairfs::LogLevel::kError, ready.message());
     return 1;
   }
-  fs::ClusterOptions copt;
-  copt.dataset = config.dataset;
-  copt.local_dir = config.local_dir;
-  copt.stage_threads = config.stage_threads;
-  copt.pack_readahead = config.pack_readahead;
-  copt.peer_timeout = std::chrono::milliseconds(config.peer_timeout_ms);
-  copt.server_threads = static_cast<int>(config.server_threads);
-  copt.start_timeout = start_wait;
-  clairfs::Status started = cluster.Start(copt);
+  clairfs::Status started = cluster.Start(config.cluster);
   if (!started.ok()) {
     clairfs::Log(clairfs::LogLevel::kError, started.ToString());
     (void)cluster.Agree(started, start_wait);
@@ -214,12 +190,10 @@ int main(int argc, char** argv) {
   fs::Stats stats;
   fs::PackPayloadSource source(manifest, cluster.store());
   fs::RamCache cache(config.ram_cache, std::make_unique<fs::LruPolicy>());
-  fs::VfsOptions options;
+  fs::VfsOptions& options = config.vfs;  // decline_open: false when prefetching (see above)
   options.uid = static_cast<uint32_t>(::getuid());
   options.gid = static_cast<uint32_t>(::getgid());
   options.config_text = effective;
-  options.decline_open = config.no_open;  // false when prefetching (see above)
-  options.decline_opendir = config.no_opendir;
   options.stats_sections.emplace_back("cluster", [&cluster](clairfs::JsonWriter& w) {
     cluster.WriteStats(w);
   });
@@ -285,9 +259,7 @@ int main(int argc, char** argv) {
                                      (planner->batch_mode()
                                           ? "; batch mode (the batch order is unknowable)"
                                           : ""));
-    fs::PrefetchEngineOptions eo;
-    eo.threads = config.prefetch_threads;
-    eo.open_wait = std::chrono::milliseconds(config.prefetch_wait_ms);
+    fs::PrefetchEngineOptions& eo = config.prefetch_engine;
     eo.sampler = config.prefetch_sampler;
     engine = std::make_unique<fs::PrefetchEngine>(std::move(planner), std::move(job->in_dataset),
                                                   manifest, &source, &cache, &stats, &pusher, eo);
@@ -322,7 +294,7 @@ int main(int argc, char** argv) {
   std::function<void()> on_mounted;
   if (engine && config.prefetch_opens == "inotify") {
     on_mounted = [&] {
-      auto w = fs::OpenWatcher::Start(config.mount, manifest, engine->in_dataset(),
+      auto w = fs::OpenWatcher::Start(config.fuse.mount, manifest, engine->in_dataset(),
                                       [e = engine.get()](uint32_t node) { e->OnOpenEvent(node); });
       if (!w.ok()) {
         clairfs::Log(clairfs::LogLevel::kWarn, "prefetch: opens keep reaching the daemon (a round trip "
@@ -337,8 +309,8 @@ int main(int argc, char** argv) {
       vfs.DeclineOpens();
     };
   }
-  clairfs::Status st = fs::ServeFuse(&vfs, FuseOptionsFrom(config), &pusher, start,
-                                     std::move(on_mounted));
+  config.fuse.dataset = dataset;  // the mount's source (fsname)
+  clairfs::Status st = fs::ServeFuse(&vfs, config.fuse, &pusher, start, std::move(on_mounted));
   // Unmounted: the parts go in this order, whatever their declaration order.
   // Nothing reports opens any more, then nothing fetches, then the engine
   // hands the RAM cache back (it is the cache's owner until its destructor).
@@ -349,7 +321,7 @@ int main(int argc, char** argv) {
   // Unmounted: wait for the other ranks, which may still read from this one.
   // Both steps are bounded (shutdown_wait_ms each), and SIGTERM is ignored
   // from the unmount on (ServeFuse), so a second one cannot cut them short.
-  const auto wait = std::chrono::milliseconds(config.shutdown_wait_ms);
+  const auto wait = config.cluster.shutdown_wait;
   clairfs::Status down = cluster.Shutdown(wait);
   const int code = st.ok() && down.ok() ? 0 : 1;
   cluster.Finalize(wait, code);

@@ -5,18 +5,32 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <initializer_list>
 
 #include "base/size.hpp"
 
 namespace clairfs::fs {
 namespace {
 
+// One row of the table: a key, its help (the default is printed from a
+// default-constructed Config), how to set it from text, how to show it.
 struct Setting {
   const char* key;
   const char* help;
   std::function<bool(Config*, std::string_view)> set;  // false: bad value
   std::function<std::string(const Config&)> show;
+  bool text = false;   // shown double-quoted: any string reads back as itself
+  bool bytes = false;  // a size: the help shows its default with a K/M/G/T suffix
 };
+
+// A field of the Config, the same accessor for reading and writing.
+template <typename T>
+using Field = T& (*)(Config&);
+
+template <typename T>
+const T& Get(Field<T> field, const Config& c) {
+  return field(const_cast<Config&>(c));
+}
 
 bool ParseBool(std::string_view t, bool* out) {
   if (t == "true" || t == "yes" || t == "on" || t == "1") {
@@ -30,18 +44,11 @@ bool ParseBool(std::string_view t, bool* out) {
   return false;
 }
 
-bool ParseU32(std::string_view t, uint32_t lo, uint32_t hi, uint32_t* out) {
-  uint32_t v = 0;
+template <typename T>
+bool ParseUnsigned(std::string_view t, T lo, T hi, T* out) {
+  T v = 0;
   auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
   if (ec != std::errc() || end != t.data() + t.size() || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
-bool ParseU64(std::string_view t, uint64_t lo, uint64_t* out) {
-  uint64_t v = 0;
-  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (ec != std::errc() || end != t.data() + t.size() || v < lo) return false;
   *out = v;
   return true;
 }
@@ -55,14 +62,10 @@ bool ParseSeconds(std::string_view t, double* out) {
   return true;
 }
 
-std::string ShowDouble(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
-
-// A YAML double-quoted scalar that reads back as exactly `s`: a raw line
-// break or tab inside quotes would be folded into a space on reading.
+// A YAML double-quoted scalar that reads back as exactly `s`. Not yaml-cpp's
+// emitter: it writes bytes that are not UTF-8 as U+FFFD, so a path that is
+// not UTF-8 (legal on Linux) would not read back as itself (config_test). A
+// raw line break or tab inside quotes would be folded into a space on reading.
 std::string Quote(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
@@ -91,139 +94,176 @@ bool PlainName(std::string_view name) {
   return true;
 }
 
+Setting Text(const char* key, Field<std::string> f, bool required, const char* help) {
+  return {key, help,
+          [f, required](Config* c, std::string_view v) {
+            f(*c) = v;
+            return !required || !v.empty();
+          },
+          [f](const Config& c) { return Get(f, c); }, true};
+}
+
+Setting Choice(const char* key, Field<std::string> f, std::initializer_list<const char*> choices,
+               const char* help) {
+  std::vector<std::string> allowed(choices.begin(), choices.end());
+  return {key, help,
+          [f, allowed](Config* c, std::string_view v) {
+            for (const std::string& a : allowed) {
+              if (v == a) {
+                f(*c) = v;
+                return true;
+              }
+            }
+            return false;
+          },
+          [f](const Config& c) { return Get(f, c); }};
+}
+
+Setting Flag(const char* key, Field<bool> f, const char* help) {
+  return {key, help, [f](Config* c, std::string_view v) { return ParseBool(v, &f(*c)); },
+          [f](const Config& c) { return std::string(Get(f, c) ? "true" : "false"); }};
+}
+
+Setting U32(const char* key, Field<uint32_t> f, uint32_t lo, uint32_t hi, const char* help) {
+  return {key, help,
+          [f, lo, hi](Config* c, std::string_view v) { return ParseUnsigned(v, lo, hi, &f(*c)); },
+          [f](const Config& c) { return std::to_string(Get(f, c)); }};
+}
+
+Setting U64(const char* key, Field<uint64_t> f, uint64_t lo, const char* help) {
+  return {key, help,
+          [f, lo](Config* c, std::string_view v) {
+            return ParseUnsigned<uint64_t>(v, lo, UINT64_MAX, &f(*c));
+          },
+          [f](const Config& c) { return std::to_string(Get(f, c)); }};
+}
+
+// Bytes, with an optional K/M/G/T suffix, at most `max`.
+Setting Bytes(const char* key, Field<uint64_t> f, uint64_t max, const char* help) {
+  return {key, help,
+          [f, max](Config* c, std::string_view v) {
+            uint64_t n = 0;
+            if (!ParseSize(v, &n) || n > max) return false;
+            f(*c) = n;
+            return true;
+          },
+          [f](const Config& c) { return std::to_string(Get(f, c)); }, false, true};
+}
+
+// 1073741824 -> "1G", 3000 -> "3000": what ParseSize reads back.
+std::string SizeText(uint64_t n) {
+  const char* suffix = "KMGT";
+  int i = -1;
+  while (i < 3 && n != 0 && n % 1024 == 0) {
+    n /= 1024;
+    ++i;
+  }
+  return std::to_string(n) + (i >= 0 ? std::string(1, suffix[i]) : "");
+}
+
+Setting Seconds(const char* key, Field<double> f, const char* help) {
+  return {key, help, [f](Config* c, std::string_view v) { return ParseSeconds(v, &f(*c)); },
+          [f](const Config& c) {
+            char buf[64];
+            std::snprintf(buf, sizeof buf, "%.9g", Get(f, c));
+            return std::string(buf);
+          }};
+}
+
+Setting Millis(const char* key, Field<std::chrono::milliseconds> f, uint32_t lo, uint32_t hi,
+               const char* help) {
+  return {key, help,
+          [f, lo, hi](Config* c, std::string_view v) {
+            uint32_t ms = 0;
+            if (!ParseUnsigned(v, lo, hi, &ms)) return false;
+            f(*c) = std::chrono::milliseconds(ms);
+            return true;
+          },
+          [f](const Config& c) { return std::to_string(Get(f, c).count()); }};
+}
+
+constexpr uint32_t kHour = 3600000;
+
 const std::vector<Setting>& Table() {
   static const std::vector<Setting> kTable = {
-      {"dataset", "(required) clairfs-partition output directory",
-       [](Config* c, std::string_view v) {
-         c->dataset = v;
-         return !v.empty();
-       },
-       [](const Config& c) { return Quote(c.dataset); }},
-      {"mount", "(required) mount point, an empty directory (created if missing)",
-       [](Config* c, std::string_view v) {
-         c->mount = v;
-         return !v.empty();
-       },
-       [](const Config& c) { return Quote(c.mount); }},
-      {"local_dir", "node-local directory for staged packs, \"\" = read the dataset dir [\"\"]",
-       [](Config* c, std::string_view v) {
-         c->local_dir = v;
-         return true;
-       },
-       [](const Config& c) { return Quote(c.local_dir); }},
-      {"stage_threads", "packs copied to local_dir at once, 1-64 [2]",
-       [](Config* c, std::string_view v) { return ParseU32(v, 1, 64, &c->stage_threads); },
-       [](const Config& c) { return std::to_string(c.stage_threads); }},
-      {"peer_timeout_ms", "ms to wait for a peer before a replica or the dataset dir [2000]",
-       [](Config* c, std::string_view v) { return ParseU32(v, 1, 3600000, &c->peer_timeout_ms); },
-       [](const Config& c) { return std::to_string(c.peer_timeout_ms); }},
-      {"server_threads", "peers' reads this rank serves at once, 1-256 [4]",
-       [](Config* c, std::string_view v) { return ParseU32(v, 1, 256, &c->server_threads); },
-       [](const Config& c) { return std::to_string(c.server_threads); }},
-      {"shutdown_wait_ms", "ms a stopping rank waits for the others [10000]",
-       [](Config* c, std::string_view v) { return ParseU32(v, 0, 3600000, &c->shutdown_wait_ms); },
-       [](const Config& c) { return std::to_string(c.shutdown_wait_ms); }},
-      {"start_timeout_ms", "ms each start-up step waits for every rank [120000]",
-       [](Config* c, std::string_view v) {
-         return ParseU32(v, 1, 3600000, &c->start_timeout_ms);
-       },
-       [](const Config& c) { return std::to_string(c.start_timeout_ms); }},
-      {"ram_cache", "bytes of file data kept in RAM, prefetched files included, suffix K/M/G/T [1G]",
-       [](Config* c, std::string_view v) { return ParseSize(v, &c->ram_cache); },
-       [](const Config& c) { return std::to_string(c.ram_cache); }},
-      {"pack_readahead", "pack bytes read ahead into the page cache on first use, 0 = off [0]",
-       [](Config* c, std::string_view v) { return ParseSize(v, &c->pack_readahead); },
-       [](const Config& c) { return std::to_string(c.pack_readahead); }},
-      {"fuse_threads", "threads reading /dev/fuse, answering at once what is in RAM, 1-64 [1]",
-       [](Config* c, std::string_view v) { return ParseU32(v, 1, 64, &c->fuse_threads); },
-       [](const Config& c) { return std::to_string(c.fuse_threads); }},
-      {"fuse_spin_us", "with fuse_threads 1: most us the reading thread looks for the next request before it sleeps (adapts to the gaps), 0-100000 [200]",
-       [](Config* c, std::string_view v) { return ParseU32(v, 0, 100000, &c->fuse_spin_us); },
-       [](const Config& c) { return std::to_string(c.fuse_spin_us); }},
-      {"threads", "threads answering reads that wait for a pack or a peer, 1-1024 [10]",
-       [](Config* c, std::string_view v) { return ParseU32(v, 1, 1024, &c->threads); },
-       [](const Config& c) { return std::to_string(c.threads); }},
-      {"clone_fd", "one /dev/fuse descriptor per reading thread [true]",
-       [](Config* c, std::string_view v) { return ParseBool(v, &c->clone_fd); },
-       [](const Config& c) { return std::string(c.clone_fd ? "true" : "false"); }},
-      {"allow_other", "let other users use the mount [false]",
-       [](Config* c, std::string_view v) { return ParseBool(v, &c->allow_other); },
-       [](const Config& c) { return std::string(c.allow_other ? "true" : "false"); }},
-      {"entry_timeout", "seconds the kernel caches names [31536000]",
-       [](Config* c, std::string_view v) { return ParseSeconds(v, &c->entry_timeout); },
-       [](const Config& c) { return ShowDouble(c.entry_timeout); }},
-      {"attr_timeout", "seconds the kernel caches attributes [31536000]",
-       [](Config* c, std::string_view v) { return ParseSeconds(v, &c->attr_timeout); },
-       [](const Config& c) { return ShowDouble(c.attr_timeout); }},
-      {"negative_timeout", "seconds the kernel caches missing names [31536000]",
-       [](Config* c, std::string_view v) { return ParseSeconds(v, &c->negative_timeout); },
-       [](const Config& c) { return ShowDouble(c.negative_timeout); }},
-      {"no_open", "kernel opens files itself, no OPEN round trip [true]",
-       [](Config* c, std::string_view v) { return ParseBool(v, &c->no_open); },
-       [](const Config& c) { return std::string(c.no_open ? "true" : "false"); }},
-      {"no_opendir", "kernel opens directories itself (a killed daemon then leaves a dead mount) [false]",
-       [](Config* c, std::string_view v) { return ParseBool(v, &c->no_opendir); },
-       [](const Config& c) { return std::string(c.no_opendir ? "true" : "false"); }},
-      {"read_ahead", "kernel read-ahead of the mount in bytes, 0 = kernel default, at most 1G [1M]",
-       [](Config* c, std::string_view v) {
-         return ParseSize(v, &c->read_ahead) && c->read_ahead <= (uint64_t{1} << 30);
-       },
-       [](const Config& c) { return std::to_string(c.read_ahead); }},
+      Text("dataset", [](Config& c) -> auto& { return c.cluster.dataset; }, true,
+           "(required) clairfs-partition output directory"),
+      Text("mount", [](Config& c) -> auto& { return c.fuse.mount; }, true,
+           "(required) mount point, an empty directory (created if missing)"),
+      Text("local_dir", [](Config& c) -> auto& { return c.cluster.local_dir; }, false,
+           "node-local directory for staged packs, \"\" = read the dataset dir"),
+      U32("stage_threads", [](Config& c) -> auto& { return c.cluster.stage_threads; }, 1, 64,
+          "packs copied to local_dir at once, 1-64"),
+      Millis("peer_timeout_ms", [](Config& c) -> auto& { return c.cluster.store.peer_timeout; },
+             1, kHour, "ms to wait for a peer before a replica or the dataset dir"),
+      U32("server_threads", [](Config& c) -> auto& { return c.cluster.server_threads; }, 1, 256,
+          "peers' reads this rank serves at once, 1-256"),
+      Millis("shutdown_wait_ms", [](Config& c) -> auto& { return c.cluster.shutdown_wait; }, 0,
+             kHour, "ms a stopping rank waits for the others"),
+      Millis("start_timeout_ms", [](Config& c) -> auto& { return c.cluster.start_timeout; }, 1,
+             kHour, "ms each start-up step waits for every rank"),
+      Bytes("ram_cache", [](Config& c) -> auto& { return c.ram_cache; }, UINT64_MAX,
+            "bytes of file data kept in RAM, prefetched files included, suffix K/M/G/T"),
+      Bytes("pack_readahead", [](Config& c) -> auto& { return c.cluster.store.pack_readahead; },
+            UINT64_MAX, "pack bytes read ahead into the page cache on first use, 0 = off"),
+      U32("fuse_threads", [](Config& c) -> auto& { return c.fuse.fuse_threads; }, 1, 64,
+          "threads reading /dev/fuse, answering at once what is in RAM, 1-64"),
+      U32("fuse_spin_us", [](Config& c) -> auto& { return c.fuse.spin_us; }, 0, 100000,
+          "with fuse_threads 1: most us the reading thread looks for the next request before it "
+          "sleeps (adapts to the gaps), 0-100000"),
+      U32("threads", [](Config& c) -> auto& { return c.fuse.threads; }, 1, 1024,
+          "threads answering reads that wait for a pack or a peer, 1-1024"),
+      Flag("clone_fd", [](Config& c) -> auto& { return c.fuse.clone_fd; },
+           "one /dev/fuse descriptor per reading thread"),
+      Flag("allow_other", [](Config& c) -> auto& { return c.fuse.allow_other; },
+           "let other users use the mount"),
+      Seconds("entry_timeout", [](Config& c) -> auto& { return c.fuse.entry_timeout; },
+              "seconds the kernel caches names"),
+      Seconds("attr_timeout", [](Config& c) -> auto& { return c.fuse.attr_timeout; },
+              "seconds the kernel caches attributes"),
+      Seconds("negative_timeout", [](Config& c) -> auto& { return c.fuse.negative_timeout; },
+              "seconds the kernel caches missing names"),
+      Flag("no_open", [](Config& c) -> auto& { return c.vfs.decline_open; },
+           "kernel opens files itself, no OPEN round trip"),
+      Flag("no_opendir", [](Config& c) -> auto& { return c.vfs.decline_opendir; },
+           "kernel opens directories itself (a killed daemon then leaves a dead mount)"),
+      Bytes("read_ahead", [](Config& c) -> auto& { return c.fuse.read_ahead; }, uint64_t{1} << 30,
+            "kernel read-ahead of the mount in bytes, 0 = kernel default, at most 1G"),
+      // Which samplers exist is checked with their settings (prefetch_setup).
       {"prefetch_sampler",
-       "none or a clairfs-order sampler (torch-distributed, keras, tf-list-files, ...) [none]",
+       "none or a clairfs-order sampler (torch-distributed, keras, tf-list-files, ...)",
        [](Config* c, std::string_view v) {
-         c->prefetch_sampler = v;  // which samplers exist is checked with their settings
+         c->prefetch_sampler = v;
          return PlainName(v);
        },
        [](const Config& c) { return c.prefetch_sampler; }},
-      {"prefetch_root", "dataset root inside the mount, relative [\"\"]",
-       [](Config* c, std::string_view v) {
-         c->prefetch_root = v;
-         return true;
-       },
-       [](const Config& c) { return Quote(c.prefetch_root); }},
-      {"prefetch_start_epoch", "first epoch of the job [0]",
-       [](Config* c, std::string_view v) { return ParseU64(v, 0, &c->prefetch_start_epoch); },
-       [](const Config& c) { return std::to_string(c.prefetch_start_epoch); }},
-      {"prefetch_epochs", "epochs the job runs, >= 1 [1]",
-       [](Config* c, std::string_view v) { return ParseU64(v, 1, &c->prefetch_epochs); },
-       [](const Config& c) { return std::to_string(c.prefetch_epochs); }},
-      {"prefetch_world_size", "training ranks in the job, >= 1 [1]",
-       [](Config* c, std::string_view v) { return ParseU64(v, 1, &c->prefetch_world_size); },
-       [](const Config& c) { return std::to_string(c.prefetch_world_size); }},
-      {"prefetch_ranks_per_node", "training ranks per node, 0 = world_size / daemons [0]",
-       [](Config* c, std::string_view v) { return ParseU64(v, 0, &c->prefetch_ranks_per_node); },
-       [](const Config& c) { return std::to_string(c.prefetch_ranks_per_node); }},
-      {"prefetch_shared_stream",
-       "the node's training processes all read rank 0's order: auto, true or false [auto]",
-       [](Config* c, std::string_view v) {
-         c->prefetch_shared_stream = v;
-         return v == "auto" || v == "true" || v == "false";
-       },
-       [](const Config& c) { return c.prefetch_shared_stream; }},
-      {"prefetch_batch_size", "DataLoader batch_size, >= 1 [1]",
-       [](Config* c, std::string_view v) { return ParseU64(v, 1, &c->prefetch_batch_size); },
-       [](const Config& c) { return std::to_string(c.prefetch_batch_size); }},
-      {"prefetch_workers", "DataLoader num_workers [0]",
-       [](Config* c, std::string_view v) { return ParseU64(v, 0, &c->prefetch_workers); },
-       [](const Config& c) { return std::to_string(c.prefetch_workers); }},
-      {"prefetch_factor", "DataLoader prefetch_factor, >= 1 [2]",
-       [](Config* c, std::string_view v) { return ParseU64(v, 1, &c->prefetch_factor); },
-       [](const Config& c) { return std::to_string(c.prefetch_factor); }},
-      {"prefetch_threads", "prefetch fetch threads, 1-64 [2]",
-       [](Config* c, std::string_view v) { return ParseU32(v, 1, 64, &c->prefetch_threads); },
-       [](const Config& c) { return std::to_string(c.prefetch_threads); }},
-      {"prefetch_wait_ms", "ms an open waits for its in-flight prefetch, 0-60000 [2000]",
-       [](Config* c, std::string_view v) { return ParseU32(v, 0, 60000, &c->prefetch_wait_ms); },
-       [](const Config& c) { return std::to_string(c.prefetch_wait_ms); }},
-      {"prefetch_opens",
-       "how opens reach the prefetcher: inotify (no round trip) or fuse (OPEN requests) [inotify]",
-       [](Config* c, std::string_view v) {
-         c->prefetch_opens = v;
-         return v == "inotify" || v == "fuse";
-       },
-       [](const Config& c) { return c.prefetch_opens; }},
-      {"log_level", "error, warn, info or debug [info]",
+      Text("prefetch_root", [](Config& c) -> auto& { return c.prefetch_root; }, false,
+           "dataset root inside the mount, relative"),
+      U64("prefetch_start_epoch", [](Config& c) -> auto& { return c.prefetch_start_epoch; }, 0,
+          "first epoch of the job"),
+      U64("prefetch_epochs", [](Config& c) -> auto& { return c.prefetch_epochs; }, 1,
+          "epochs the job runs, >= 1"),
+      U64("prefetch_world_size", [](Config& c) -> auto& { return c.prefetch_world_size; }, 1,
+          "training ranks in the job, >= 1"),
+      U64("prefetch_ranks_per_node", [](Config& c) -> auto& { return c.prefetch_ranks_per_node; },
+          0, "training ranks per node, 0 = world_size / daemons"),
+      Choice("prefetch_shared_stream",
+             [](Config& c) -> auto& { return c.prefetch_shared_stream; }, {"auto", "true", "false"},
+             "the node's training processes all read rank 0's order: auto, true or false"),
+      U64("prefetch_batch_size", [](Config& c) -> auto& { return c.prefetch_batch_size; }, 1,
+          "DataLoader batch_size, >= 1"),
+      U64("prefetch_workers", [](Config& c) -> auto& { return c.prefetch_workers; }, 0,
+          "DataLoader num_workers"),
+      U64("prefetch_factor", [](Config& c) -> auto& { return c.prefetch_factor; }, 1,
+          "DataLoader prefetch_factor, >= 1"),
+      U32("prefetch_threads", [](Config& c) -> auto& { return c.prefetch_engine.threads; }, 1, 64,
+          "prefetch fetch threads, 1-64"),
+      Millis("prefetch_wait_ms", [](Config& c) -> auto& { return c.prefetch_engine.open_wait; }, 0,
+             60000, "ms an open waits for its in-flight prefetch, 0-60000"),
+      Choice("prefetch_opens", [](Config& c) -> auto& { return c.prefetch_opens; },
+             {"inotify", "fuse"},
+             "how opens reach the prefetcher: inotify (no round trip) or fuse (OPEN requests)"),
+      {"log_level", "error, warn, info or debug",
        [](Config* c, std::string_view v) { return ParseLogLevel(v, &c->log_level); },
        [](const Config& c) { return std::string(LogLevelName(c.log_level)); }},
   };
@@ -271,8 +311,8 @@ Status SetConfigValue(Config* config, std::string_view key, std::string_view val
 
 std::vector<std::string> ValidateConfig(const Config& config) {
   std::vector<std::string> errors;
-  if (config.dataset.empty()) errors.push_back("dataset: required (--dataset DIR)");
-  if (config.mount.empty()) errors.push_back("mount: required (--mount DIR)");
+  if (config.cluster.dataset.empty()) errors.push_back("dataset: required (--dataset DIR)");
+  if (config.fuse.mount.empty()) errors.push_back("mount: required (--mount DIR)");
   if (config.prefetch_sampler != "none") {
     const std::string& root = config.prefetch_root;
     if (!root.empty() && (root.front() == '/' || root.back() == '/' ||
@@ -296,7 +336,9 @@ std::vector<std::string> ValidateConfig(const Config& config) {
 
 std::string DescribeConfig(const Config& config) {
   std::string out;
-  for (const Setting& s : Table()) out += std::string(s.key) + ": " + s.show(config) + "\n";
+  for (const Setting& s : Table()) {
+    out += std::string(s.key) + ": " + (s.text ? Quote(s.show(config)) : s.show(config)) + "\n";
+  }
   for (const auto& [name, value] : config.prefetch_settings) {
     out += "prefetch_" + name + ": " + Quote(value) + "\n";
   }
@@ -304,6 +346,7 @@ std::string DescribeConfig(const Config& config) {
 }
 
 std::string ConfigHelp() {
+  const Config defaults;
   std::string out;
   for (const Setting& s : Table()) {
     std::string flag = std::string("  --") + s.key;
@@ -311,7 +354,11 @@ std::string ConfigHelp() {
       if (c == '_') c = '-';
     }
     flag.resize(std::max<size_t>(flag.size() + 1, 22), ' ');
-    out += flag + s.help + "\n";
+    std::string shown = s.show(defaults);
+    if (s.text) shown = "\"" + shown + "\"";
+    if (s.bytes) shown = SizeText(std::stoull(shown));
+    const bool required = std::string_view(s.help).starts_with("(required)");
+    out += flag + s.help + (required ? "" : " [" + shown + "]") + "\n";
   }
   return out;
 }

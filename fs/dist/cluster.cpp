@@ -92,18 +92,15 @@ Status Cluster::Start(const ClusterOptions& o) {
   auto m = format::Manifest::Parse(std::move(bytes).value(), o.dataset + "/manifest");
   if (!m.ok()) return m.status();
   manifest_ = *m;
-  server_threads_ = std::max(1, o.server_threads);
+  server_threads_ = static_cast<int>(std::max<uint32_t>(1, o.server_threads));
 
   const Ownership own(manifest_->partition_count(), manifest_->header().replicas, size_);
   if (!o.local_dir.empty()) {
     stager_ = std::make_unique<Stager>(o.dataset, o.local_dir, manifest_,
                                        own.PartitionsOf(rank_), o.stage_threads);
   }
-  DistOptions dopt;
-  dopt.peer_timeout = o.peer_timeout;
-  dopt.pack_readahead = o.pack_readahead;
   store_ = std::make_unique<DistributedPackStore>(o.dataset, manifest_, own, rank_,
-                                                  transport_.get(), stager_.get(), dopt);
+                                                  transport_.get(), stager_.get(), o.store);
   Log(LogLevel::kInfo, "rank " + std::to_string(rank_) + "/" + std::to_string(size_) + " on " +
                            host_ + ": holds " + std::to_string(own.PartitionsOf(rank_).size()) +
                            " of " + std::to_string(manifest_->partition_count() + 1) +

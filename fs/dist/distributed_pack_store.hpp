@@ -42,10 +42,14 @@ struct DistCounters {
 };
 
 struct DistOptions {
-  std::chrono::milliseconds peer_timeout{2000};  // deadline of one read from a peer
+  // Deadline of one read from a peer before trying the next owner, then the
+  // dataset directory (config peer_timeout_ms).
+  std::chrono::milliseconds peer_timeout{2000};
   std::chrono::milliseconds suspect_for{10000};  // a peer that timed out is skipped this long
-  // Bytes of the dataset directory's packs read ahead into the page cache on
-  // their first use here (PackReadahead; 0 = off): config `pack_readahead`.
+  // Bytes of packs the kernel is asked to read into its page cache in the
+  // background, each pack on first use here (PackReadahead; 0 = off; config
+  // pack_readahead). Turns a cold first epoch's random reads into sequential
+  // ones; costs page cache, which stays reclaimable.
   uint64_t pack_readahead = 0;
 };
 

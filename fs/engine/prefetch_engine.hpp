@@ -60,8 +60,8 @@
 namespace clairfs::fs {
 
 struct PrefetchEngineOptions {
-  uint32_t threads = 2;                       // fetch threads
-  std::chrono::milliseconds open_wait{2000};  // longest wait of an open for its fetch
+  uint32_t threads = 2;                       // fetch threads (config prefetch_threads)
+  std::chrono::milliseconds open_wait{2000};  // longest wait of an open for its fetch (prefetch_wait_ms)
   size_t fetches_per_plan = 4;                // files one thread takes from NextFetches at a time
   std::chrono::milliseconds idle_poll{20};  // a thread with nothing to do sleeps this long at most
   std::string sampler;                     // for stats.json only

@@ -25,17 +25,28 @@ namespace clairfs::fs {
 
 // What the FUSE adapter runs with (clairfsd's assembly fills it from the
 // config keys of the same names; docs/fuse.md).
+// The FUSE session's settings (config keys mount, fuse_threads, fuse_spin_us,
+// threads, clone_fd, allow_other, *_timeout, read_ahead).
 struct FuseOptions {
-  std::string mount;    // where to mount
-  std::string dataset;  // shown as the mount's source (fsname)
-  bool allow_other = false;
-  uint32_t fuse_threads = 1;  // threads reading /dev/fuse
-  uint32_t spin_us = 200;     // with one: the most it looks for more before it sleeps
-  uint32_t threads = 10;      // threads answering READs that wait
-  bool clone_fd = true;
-  double entry_timeout = 31536000, attr_timeout = 31536000, negative_timeout = 31536000;
-  bool no_open = true, no_opendir = false;
-  uint64_t read_ahead = uint64_t{1} << 20;  // 0 = the kernel's default
+  std::string mount;    // where to mount (required; created if missing, must be empty)
+  std::string dataset;  // shown as the mount's source (fsname); the caller sets it
+  bool allow_other = false;  // let other users in (non-root needs user_allow_other)
+  // Threads reading /dev/fuse; each answers at once what needs no wait
+  // (lookups, attributes, listings, ioctls, READs of bytes in RAM).
+  uint32_t fuse_threads = 1;
+  // With one reading thread: how long it keeps looking for the next request
+  // before it sleeps, in microseconds (adapted to the gaps, SpinWindow). A
+  // request that finds it awake skips the wake-up of a sleeping CPU (tens of
+  // microseconds on a VM), at the cost of that CPU time. 0 = sleep at once.
+  uint32_t spin_us = 200;
+  uint32_t threads = 10;  // threads answering READs that wait (packs, peers)
+  bool clone_fd = true;   // one /dev/fuse fd per reading thread
+  double entry_timeout = 31536000;     // s the kernel may cache a name (the dataset is immutable)
+  double attr_timeout = 31536000;      // s the kernel may cache attributes
+  double negative_timeout = 31536000;  // s the kernel may cache "no such name"
+  // Kernel read-ahead window of the mount (root only; 0 keeps the kernel's
+  // 128 KiB): the largest READ request a cold sequential read produces.
+  uint64_t read_ahead = uint64_t{1} << 20;
 };
 
 // Mounts `vfs` at options.mount and serves it until SIGINT, SIGTERM or SIGHUP, or until someone unmounts it; then

@@ -54,8 +54,6 @@ void Init(void* userdata, fuse_conn_info* conn) {
   want(FUSE_CAP_PARALLEL_DIROPS);
   want(FUSE_CAP_ASYNC_READ);
   want(FUSE_CAP_AUTO_INVAL_DATA);  // a changed mtime drops cached pages (control files)
-  if (s.options.no_open) want(FUSE_CAP_NO_OPEN_SUPPORT);
-  if (s.options.no_opendir) want(FUSE_CAP_NO_OPENDIR_SUPPORT);
   conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
   conn->time_gran = 1;
   s.initialized.store(true);

@@ -57,8 +57,15 @@ using DirEmit = std::function<bool(std::string_view name, const Attr& attr, uint
 struct VfsOptions {
   uint32_t uid = 0, gid = 0;     // owner reported for every inode
   std::string config_text;       // content of /.clairfs/config
-  bool decline_open = false;     // Config::no_open
-  bool decline_opendir = false;  // Config::no_opendir
+  // Decline the first OPEN with ENOSYS (config no_open): the kernel then opens
+  // dataset files by itself with keep_cache, so a warm open/read/close costs
+  // no daemon round trip.
+  bool decline_open = true;
+  // The same for directories (config no_opendir). Off by default: fusermount3's
+  // auto_unmount tells a dead daemon from a live one by opening the mount
+  // root, which must then reach the daemon (declined, a killed daemon leaves a
+  // dead mount). Listings are cached by the kernel either way.
+  bool decline_opendir = false;
   // More top-level members of stats.json, each an object whose members the
   // section writes, per snapshot (from a request thread: must be thread-safe).
   std::vector<std::pair<std::string, StatsSection>> stats_sections;

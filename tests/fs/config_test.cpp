@@ -35,11 +35,11 @@ TEST_CASE("ParseSize accepts suffixes and rejects junk", "[config]") {
 
 TEST_CASE("the effective config reads back to the same config", "[config]") {
   Config c;
-  c.dataset = "/data/out";
-  c.mount = "/mnt/x y";
+  c.cluster.dataset = "/data/out";
+  c.fuse.mount = "/mnt/x y";
   c.ram_cache = 3ull << 30;
-  c.threads = 4;
-  c.no_open = false;
+  c.fuse.threads = 4;
+  c.vfs.decline_open = false;
   c.log_level = LogLevel::kDebug;
   Config back;
   std::vector<std::string> errors;
@@ -58,14 +58,38 @@ TEST_CASE("fuzz regression: values with line breaks and tabs read back exactly",
             "prefetch_sampler: keras\nprefetch_seed: \"4\\n2\"\n",
             "fuzzed", &c, &errors);
   REQUIRE(errors.empty());
-  CHECK(c.dataset == "/scrat\n\ncad: 0");
-  CHECK(c.mount == "/m\tx\ry\x7f");
+  CHECK(c.cluster.dataset == "/scrat\n\ncad: 0");
+  CHECK(c.fuse.mount == "/m\tx\ry\x7f");
   Config back;
   ApplyYaml(DescribeConfig(c), "described", &back, &errors);
   REQUIRE(errors.empty());
-  CHECK(back.dataset == c.dataset);
-  CHECK(back.mount == c.mount);
+  CHECK(back.cluster.dataset == c.cluster.dataset);
+  CHECK(back.fuse.mount == c.fuse.mount);
   CHECK(back.prefetch_settings == c.prefetch_settings);
+}
+
+TEST_CASE("bytes that are not UTF-8 read back exactly", "[config]") {
+  Config c;
+  c.cluster.dataset = "/d\xff\xfe/x\xc3";
+  c.fuse.mount = std::string("/m\0n", 4) + "\xe2\x82";
+  c.prefetch_settings.emplace_back("seed", "\x80\"\\");
+  Config back;
+  std::vector<std::string> errors;
+  ApplyYaml(DescribeConfig(c), "described", &back, &errors);
+  REQUIRE(errors.empty());
+  CHECK(back.cluster.dataset == c.cluster.dataset);
+  CHECK(back.fuse.mount == c.fuse.mount);
+  CHECK(back.prefetch_settings == c.prefetch_settings);
+}
+
+TEST_CASE("the help prints each default from a default Config", "[config]") {
+  const std::string help = ConfigHelp();
+  CHECK(help.find("--ram-cache") != std::string::npos);
+  CHECK(help.find("[1G]") != std::string::npos);       // ram_cache
+  CHECK(help.find("[1M]") != std::string::npos);       // read_ahead
+  CHECK(help.find("[2000]") != std::string::npos);     // peer_timeout_ms
+  CHECK(help.find("[true]") != std::string::npos);     // no_open
+  CHECK(help.find("(required)") != std::string::npos);
 }
 
 TEST_CASE("a sampler's and a sampler setting's names are plain names", "[config]") {
@@ -89,9 +113,9 @@ TEST_CASE("yaml file then command line, command line wins", "[config]") {
       WriteFile(dir, "c.yaml", "dataset: /d\nmount: /m\nram_cache: 512M\nthreads: 3\n");
   auto cl = LoadCommandLine({"--config", yaml, "--threads=7", "--log-level", "warn"});
   REQUIRE(cl.ok());
-  CHECK(cl->config.dataset == "/d");
+  CHECK(cl->config.cluster.dataset == "/d");
   CHECK(cl->config.ram_cache == 512ull << 20);
-  CHECK(cl->config.threads == 7);
+  CHECK(cl->config.fuse.threads == 7);
   CHECK(cl->config.log_level == LogLevel::kWarn);
 }
 

@@ -144,6 +144,7 @@ struct Fixture : MemoryDataset {
     gated = std::make_unique<GatedSource>(source.get());
     cache = std::make_unique<RamCache>(1 << 20, std::make_unique<LruPolicy>());
     VfsOptions o;
+    o.decline_open = false;
     o.config_text = "ram_cache: 1M\n";
     vfs = std::make_unique<Vfs>(manifest, gated.get(), cache.get(), &stats, o);
   }

@@ -59,6 +59,7 @@ struct Fixture : MemoryDataset {
       : MemoryDataset(spec) {
     cache = std::make_unique<RamCache>(cache_bytes, std::make_unique<LruPolicy>());
     VfsOptions o;
+    o.decline_open = false;
     o.uid = 1234;
     o.config_text = "ram_cache: 1\n";
     vfs = std::make_unique<Vfs>(manifest, source.get(), cache.get(), &stats, o);

@@ -26,8 +26,8 @@ void Require(bool ok, const char* what, const std::string& detail) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   Config config;
-  config.dataset = "/scratch/dataset";
-  config.mount = "/tmp/mnt";
+  config.cluster.dataset = "/scratch/dataset";
+  config.fuse.mount = "/tmp/mnt";
   std::vector<std::string> errors;
   ApplyYaml(text, "fuzz.yaml", &config, &errors);
   if (!errors.empty()) return 0;

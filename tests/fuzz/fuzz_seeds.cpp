@@ -88,8 +88,8 @@ void ProtocolSeeds(const stdfs::path& corpus, const std::vector<char>& manifest)
 
 void ConfigSeeds(const stdfs::path& corpus) {
   fs::Config c;
-  c.dataset = "/scratch/imagenet.clairfs";
-  c.mount = "/tmp/clairfs-{rank}";
+  c.cluster.dataset = "/scratch/imagenet.clairfs";
+  c.fuse.mount = "/tmp/clairfs-{rank}";
   Write(corpus / "config" / "described-defaults", fs::DescribeConfig(c));
   Write(corpus / "config" / "minimal",
         std::string("dataset: /scratch/ds\nmount: /tmp/mnt\nram_cache: 4G\n"));

@@ -34,7 +34,7 @@ TEST_CASE("prefetch keys parse from the command line and read back", "[prefetch_
   CHECK(c.prefetch_ranks_per_node == 4);
   CHECK(c.prefetch_epochs == 1);  // defaults
   CHECK(c.prefetch_factor == 2);
-  CHECK(c.prefetch_threads == 2);
+  CHECK(c.prefetch_engine.threads == 2);
   auto spec = OrderSpecFromConfig(c);
   REQUIRE(spec.ok());
   CHECK(spec->distributed.seed == 5);
@@ -48,8 +48,8 @@ TEST_CASE("prefetch keys parse from the command line and read back", "[prefetch_
 
 TEST_CASE("the default is no prefetch and needs nothing else", "[prefetch_config]") {
   Config c;
-  c.dataset = "d";
-  c.mount = "m";
+  c.cluster.dataset = "d";
+  c.fuse.mount = "m";
   CHECK(c.prefetch_sampler == "none");
   CHECK(ValidateConfig(c).empty());
 }
@@ -152,8 +152,8 @@ TEST_CASE("every sampler clairfs-order knows, with its values, configures the da
 
 TEST_CASE("prefetch checks across keys are reported together", "[prefetch_config]") {
   Config c;
-  c.dataset = "d";
-  c.mount = "m";
+  c.cluster.dataset = "d";
+  c.fuse.mount = "m";
   c.prefetch_sampler = "order-file";
   c.prefetch_root = "../up";
   c.prefetch_world_size = 2;

@@ -85,6 +85,7 @@ struct Fixture : MemoryDataset {
     engine = std::make_unique<PrefetchEngine>(std::move(*planner), job.in_dataset, manifest,
                                               source.get(), cache.get(), &stats, &pusher, eo);
     VfsOptions o;
+    o.decline_open = false;  // every open reaches the engine
     o.open_observer = engine.get();
     vfs = std::make_unique<Vfs>(manifest, source.get(), cache.get(), &stats, o);
   }
