@@ -7,15 +7,6 @@ namespace clairfs::fs {
 RamCache::RamCache(uint64_t capacity_bytes, std::unique_ptr<CachePolicy> policy)
     : capacity_(capacity_bytes), policy_(std::move(policy)) {}
 
-BlockRef RamCache::Lookup(BlockKey key) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = blocks_.find(key);
-  if (it == blocks_.end()) return nullptr;
-  ++counters_.hits;
-  policy_->Touched(key);
-  return it->second;
-}
-
 bool RamCache::LookupAll(const std::vector<BlockKey>& keys, std::vector<BlockRef>* out,
                          bool count) {
   std::lock_guard<std::mutex> lock(mu_);

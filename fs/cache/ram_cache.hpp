@@ -63,8 +63,6 @@ class RamCache {
   // concurrent callers; the others wait for it and share its result, error
   // included). A failed load is not cached.
   Result<BlockRef> GetOrLoad(BlockKey key, const Loader& load, Outcome* outcome = nullptr);
-  // The cached block or null; counts as a hit.
-  BlockRef Lookup(BlockKey key);
   // Every block of `keys`, in order, if all are cached (each counts as a hit
   // when `count`); otherwise false, `out` untouched and nothing counted. One
   // lock for all.

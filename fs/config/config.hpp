@@ -41,8 +41,9 @@ struct Config {
   VfsOptions vfs;    // the keys no_open and no_opendir; the rest is wiring main sets
 
   // --- clairvoyant prefetch (docs/prefetch.md, "In the daemon") ---
-  // The training job's sampler: none (reactive cache only), torch-distributed,
-  // torch-random, keras or order-file. Anything but none makes every OPEN
+  // The training job's sampler: none (reactive cache only) or one of
+  // clairfs-order's (torch-distributed, torch-random, torch-sequential, keras,
+  // keras-flow, order-file, tf-list-files). Anything but none makes every OPEN
   // reach the daemon (vfs.decline_open is forced to false).
   std::string prefetch_sampler = "none";
   std::string prefetch_root;   // dataset root inside the mount, relative ("" = the mount root)

@@ -96,6 +96,14 @@ void MoveAutoUnmountSocket(const std::set<int>& before) {
   reserved_slot = -1;
 }
 
+// SIGTERM, SIGINT and SIGHUP ignored from here on (see SessionSteps::Close).
+void IgnoreStopSignals() {
+  struct sigaction ignore = {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &ignore, nullptr);
+}
+
 // Stop signals of the single reading thread's loop (see ReadAndAnswer). The
 // handler may run on any thread (MPI's own threads included), so what it
 // reads is atomic (lock-free: safe in a handler).
@@ -178,13 +186,48 @@ int ReadAndAnswer(fuse_session* se, SpinWindow spin, Stats* stats) {
   std::free(buf.mem);
   // From here the signals are ignored, as ServeFuse wants them, and the
   // session (destroyed soon) is no longer the handler's.
-  struct sigaction ignore = {};
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &ignore, nullptr);
+  IgnoreStopSignals();
   g_stopping_session.store(nullptr, std::memory_order_release);
   return rc;
 }
+
+// The session's set-up steps, undone in reverse order by Close() or the
+// destructor, whichever step was the last to succeed: unmount, then the
+// signal handlers, then the session (which closes the device).
+class SessionSteps {
+ public:
+  SessionSteps(fuse_args* args, const fuse_lowlevel_ops& ops, void* userdata)
+      : se_(fuse_session_new(args, &ops, sizeof ops, userdata)) {}
+  SessionSteps(const SessionSteps&) = delete;
+  SessionSteps& operator=(const SessionSteps&) = delete;
+  ~SessionSteps() { Close(); }
+
+  fuse_session* get() const { return se_; }
+  bool InstallSignalHandlers() { return handlers_ = fuse_set_signal_handlers(se_) == 0; }
+  bool Mount(const std::string& at) { return mounted_ = fuse_session_mount(se_, at.c_str()) == 0; }
+
+  void Close() {
+    if (se_ == nullptr) return;
+    if (mounted_) fuse_session_unmount(se_);
+    if (handlers_) {
+      // From here the daemon is stopping, which is all a SIGTERM, SIGINT or
+      // SIGHUP could ask; launchers often send SIGTERM twice (MPICH's hydra:
+      // from the proxy and from a forwarding wrapper). Left at their default,
+      // a second one would kill this rank before its bounded shutdown with its
+      // peers and leave them waiting for it. Ignored first, so the removal
+      // leaves them so.
+      IgnoreStopSignals();
+      fuse_remove_signal_handlers(se_);
+    }
+    fuse_session_destroy(se_);
+    se_ = nullptr;
+  }
+
+ private:
+  fuse_session* se_;
+  bool handlers_ = false;
+  bool mounted_ = false;
+};
 
 }  // namespace
 
@@ -203,33 +246,21 @@ Status ServeFuse(Vfs* vfs, const FuseOptions& options, FusePageCachePusher* push
   char* argv[] = {arg0, arg1, arg2.data(), nullptr};
   fuse_args args = FUSE_ARGS_INIT(3, argv);
 
-  fuse_session* se = fuse_session_new(&args, &ops, sizeof ops, &session);
+  SessionSteps steps(&args, ops, &session);
+  fuse_session* se = steps.get();
   if (se == nullptr) return Status::InvalidArgument("cannot create the FUSE session");
   // libfuse only takes over signals left at their default; a daemon started in
   // the background of a script inherits SIGINT ignored, and must still stop.
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
-  if (fuse_set_signal_handlers(se) != 0) {
-    fuse_session_destroy(se);
-    return Status::IOError("cannot install signal handlers");
-  }
+  if (!steps.InstallSignalHandlers()) return Status::IOError("cannot install signal handlers");
   const std::set<int> sockets_before = OwnSocketPairEnds();
-  if (fuse_session_mount(se, options.mount.c_str()) != 0) {
-    fuse_remove_signal_handlers(se);
-    fuse_session_destroy(se);
+  if (!steps.Mount(options.mount)) {
     return Status::IOError("cannot mount at " + options.mount +
                            " (is /dev/fuse usable, fusermount3 installed, the directory empty?)");
   }
   MoveAutoUnmountSocket(sockets_before);
-  if (start) {
-    Status started = start();
-    if (!started.ok()) {
-      fuse_session_unmount(se);
-      fuse_remove_signal_handlers(se);
-      fuse_session_destroy(se);
-      return started;
-    }
-  }
+  if (start) CLAIRFS_RETURN_IF_ERROR(start());
   Log(LogLevel::kInfo, "mounted " + options.dataset + " at " + options.mount);
   if (pusher != nullptr) pusher->Attach(se);
   // The kernel clamps read-ahead to 128 KiB when it processes the INIT reply,
@@ -260,12 +291,13 @@ Status ServeFuse(Vfs* vfs, const FuseOptions& options, FusePageCachePusher* push
   // thread answers the READ itself).
   WorkPool waiting("clairfs-read", options.threads, 256);
   session.waiting_reads = &waiting;
-  fuse_loop_config* loop = fuse_loop_cfg_create();
-  fuse_loop_cfg_set_clone_fd(loop, options.clone_fd ? 1 : 0);
-  fuse_loop_cfg_set_max_threads(loop, options.fuse_threads);
+  const std::unique_ptr<fuse_loop_config, void (*)(fuse_loop_config*)> loop(
+      fuse_loop_cfg_create(), fuse_loop_cfg_destroy);
+  fuse_loop_cfg_set_clone_fd(loop.get(), options.clone_fd ? 1 : 0);
+  fuse_loop_cfg_set_max_threads(loop.get(), options.fuse_threads);
   const int rc = options.fuse_threads == 1
                      ? ReadAndAnswer(se, SpinWindow(SpinWindow::us(options.spin_us)), vfs->stats())
-                     : fuse_session_loop_mt(se, loop);
+                     : fuse_session_loop_mt(se, loop.get());
   // Stopping: READs still queued are dropped (the kernel fails them when the
   // device closes below); the ones being answered finish first, within
   // peer_timeout_ms, so no reply reaches a destroyed session.
@@ -274,20 +306,8 @@ Status ServeFuse(Vfs* vfs, const FuseOptions& options, FusePageCachePusher* push
     tuner.request_stop();
     tuner.join();
   }
-  fuse_loop_cfg_destroy(loop);
   if (pusher != nullptr) pusher->Detach();
-  fuse_session_unmount(se);
-  // From here the daemon is stopping, which is all a SIGTERM, SIGINT or SIGHUP
-  // could ask; launchers often send SIGTERM twice (MPICH's hydra: from the
-  // proxy and from a forwarding wrapper). Left at their default, a second one
-  // would kill this rank before its bounded shutdown with its peers and leave
-  // them waiting for it. Ignored first, so the removal below leaves them so.
-  struct sigaction ignore = {};
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &ignore, nullptr);
-  fuse_remove_signal_handlers(se);
-  fuse_session_destroy(se);  // closes the device: a call of the hook still waiting fails
+  steps.Close();  // closes the device: a call of the hook still waiting fails
   if (hook.joinable()) hook.join();
   Log(LogLevel::kInfo, "unmounted " + options.mount);
   if (rc < 0) return Status::FromErrno(-rc, "FUSE session loop");

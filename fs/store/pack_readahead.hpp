@@ -2,12 +2,13 @@
 // the background, so that a first epoch in random order is served at the
 // disk's sequential speed instead of its random-read speed.
 //
-// Packs are queued on their first use (PosixPackStore calls Request) and read
-// ahead one at a time by one owned thread with posix_fadvise(WILLNEED), in
-// 16 MiB steps, until the byte budget is spent. The page cache stays
-// reclaimable: under memory pressure the kernel drops these pages first, and a
-// read then simply goes to the disk. The node-local staging of the multi-node
-// issue replaces this. Thread-safe; the destructor stops and joins the thread.
+// Packs are queued on their first use (the PosixPackStore over the dataset
+// directory calls Request; config pack_readahead) and read ahead one at a time
+// by one owned thread with posix_fadvise(WILLNEED), in 16 MiB steps, until the
+// byte budget is spent. The page cache stays reclaimable: under memory
+// pressure the kernel drops these pages first, and a read then simply goes to
+// the disk. Staged copies (local_dir) are not read ahead: staging writes them.
+// Thread-safe; the destructor stops and joins the thread.
 #pragma once
 
 #include <condition_variable>

@@ -1,9 +1,10 @@
 // PackStore: where the pack files of partitions are read from.
 //
-// Today the packs sit in the dataset directory (PosixPackStore); the multi-node
-// issue stages them onto node-local disk behind this same interface. The
-// returned file stays valid for the life of the store. Implementations are
-// thread-safe.
+// Implementations: PosixPackStore (the packs of one directory),
+// DistributedPackStore (fs/dist: this rank's staged copies, peers' packs over
+// the transport, the dataset directory as the fallback) and MemoryPackStore
+// (tests). The returned file stays valid for the life of the store.
+// Implementations are thread-safe.
 #pragma once
 
 #include <cstdint>

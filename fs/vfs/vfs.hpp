@@ -99,9 +99,6 @@ class Vfs {
   const format::Manifest& manifest() const { return *manifest_; }
   const ControlFiles& control() const { return control_; }
   Stats* stats() const { return stats_; }
-  // Sets the open observer after construction (the prefetcher is built after
-  // the Vfs); call before serving.
-  void SetOpenObserver(OpenObserver* observer) { options_.open_observer = observer; }
   // From now on opens are declined (see OpenReply::decline); the kernel stops
   // sending them after the first one. Any thread, any time.
   void DeclineOpens() { decline_open_.store(true, std::memory_order_relaxed); }
