@@ -1,10 +1,10 @@
 #include "base/clock.hpp"
 
-namespace clairfs::prefetch {
+namespace clairfs {
 
 SteadyClock& SteadyClock::Instance() {
   static SteadyClock clock;
   return clock;
 }
 
-}  // namespace clairfs::prefetch
+}  // namespace clairfs

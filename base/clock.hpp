@@ -1,7 +1,8 @@
-// Clock: where the planner reads the time, so tests run on a fake clock.
+// Clock: where the planner and the prefetch engine read the time, so tests
+// run on a fake clock.
 //
-// The planner needs time only for statistics (how long an open waited for its
-// file). SteadyClock reads std::chrono::steady_clock; FakeClock returns a
+// Time serves statistics (how long an open waited for its file) and delays
+// (when to retry a push). SteadyClock reads std::chrono::steady_clock; FakeClock returns a
 // value the test sets and advances by hand. Both are thread-safe: Now() may be
 // called from any thread, and FakeClock's setters may race with readers.
 #pragma once
@@ -10,7 +11,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace clairfs::prefetch {
+namespace clairfs {
 
 class Clock {
  public:
@@ -43,4 +44,4 @@ class FakeClock final : public Clock {
   std::atomic<int64_t> ns_{0};
 };
 
-}  // namespace clairfs::prefetch
+}  // namespace clairfs

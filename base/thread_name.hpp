@@ -4,9 +4,9 @@
 
 #include <pthread.h>
 
-namespace clairfs::fs {
+namespace clairfs {
 
 // `name` has at most 15 characters (the kernel's limit); longer is ignored.
 inline void NameThread(const char* name) { ::pthread_setname_np(::pthread_self(), name); }
 
-}  // namespace clairfs::fs
+}  // namespace clairfs

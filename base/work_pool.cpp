@@ -2,7 +2,7 @@
 
 #include "base/thread_name.hpp"
 
-namespace clairfs::fs {
+namespace clairfs {
 
 WorkPool::WorkPool(std::string name, unsigned threads, size_t max_queued)
     : name_(std::move(name)), max_queued_(max_queued) {
@@ -53,4 +53,4 @@ void WorkPool::Work() {
   }
 }
 
-}  // namespace clairfs::fs
+}  // namespace clairfs

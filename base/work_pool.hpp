@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-namespace clairfs::fs {
+namespace clairfs {
 
 class WorkPool {
  public:
@@ -49,4 +49,4 @@ class WorkPool {
   std::vector<std::thread> workers_;
 };
 
-}  // namespace clairfs::fs
+}  // namespace clairfs

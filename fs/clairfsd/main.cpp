@@ -219,7 +219,7 @@ int main(int argc, char** argv) {
                                       static_cast<uint64_t>(cluster.size()));
     auto created = built.ok() ? clairfs::prefetch::Planner::Create(
                                     built->config, built->input,
-                                    clairfs::prefetch::SteadyClock::Instance())
+                                    clairfs::SteadyClock::Instance())
                               : clairfs::Result<std::unique_ptr<clairfs::prefetch::Planner>>(
                                     built.status());
     if (created.ok()) {

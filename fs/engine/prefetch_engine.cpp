@@ -109,16 +109,14 @@ void PrefetchEngine::Observe(uint32_t node, bool answering) {
   if (r.in_flight && answering) {
     // The fetch may already be decoding the file: waiting for it is cheaper
     // than a second read, and the push lands before the first READ.
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = options_.clock->Now();
     bool done;
     {
       std::unique_lock<std::mutex> lock(mu_);
       done = done_cv_.wait_for(lock, options_.open_wait,
                                [&] { return fetching_.count(node) == 0; });
     }
-    const auto ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
-            .count();
+    const auto ns = (options_.clock->Now() - t0).count();
     Stats::Add(counters_.waits, 1);
     Stats::Add(counters_.wait_ns, static_cast<uint64_t>(ns));
     if (!done) Stats::Add(counters_.wait_timeouts, 1);
@@ -132,7 +130,7 @@ void PrefetchEngine::OnListed(uint32_t first, uint32_t end) {
   // The kernel makes the inodes once the reply is out: first try a little
   // later, then once more in case the lister was slow to get the CPU.
   std::lock_guard<std::mutex> lock(mu_);
-  listings_.push_back({first, end, std::chrono::steady_clock::now() + kListedDelay, 2});
+  listings_.push_back({first, end, options_.clock->Now() + kListedDelay, 2});
 }
 
 bool PrefetchEngine::PushKept(pf::FileId file) {
@@ -145,7 +143,7 @@ bool PrefetchEngine::PushKept(pf::FileId file) {
 }
 
 void PrefetchEngine::RetryListed() {
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = options_.clock->Now();
   std::vector<Listing> due;
   {
     std::lock_guard<std::mutex> lock(mu_);

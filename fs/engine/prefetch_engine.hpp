@@ -65,6 +65,9 @@ struct PrefetchEngineOptions {
   size_t fetches_per_plan = 4;                // files one thread takes from NextFetches at a time
   std::chrono::milliseconds idle_poll{20};  // a thread with nothing to do sleeps this long at most
   std::string sampler;                     // for stats.json only
+  // Where time is read: how long an open waited, when a refused push is tried
+  // again. Not owned; must outlive the engine.
+  const clairfs::Clock* clock = &clairfs::SteadyClock::Instance();
 };
 
 class PrefetchEngine final : public OpenObserver, public FileOwner {
@@ -123,7 +126,7 @@ class PrefetchEngine final : public OpenObserver, public FileOwner {
 
   struct Listing {
     uint32_t first, end;  // nodes [first, end)
-    std::chrono::steady_clock::time_point due;
+    clairfs::Clock::TimePoint due;
     int attempts_left;
   };
 

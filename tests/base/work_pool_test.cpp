@@ -9,7 +9,7 @@
 
 #include "base/work_pool.hpp"
 
-using namespace clairfs::fs;
+using namespace clairfs;
 
 TEST_CASE("a one-thread pool runs tasks in the order they were submitted", "[pool]") {
   WorkPool pool("test-pool", 1, 100);

@@ -34,7 +34,7 @@ pf::PlannerConfig OneRank(uint64_t budget, uint64_t epochs = 1) {
 }
 
 std::unique_ptr<pf::Planner> Make(pf::PlannerConfig c, pf::PlannerInput in,
-                                  const pf::Clock& clock) {
+                                  const clairfs::Clock& clock) {
   auto p = pf::Planner::Create(std::move(c), std::move(in), clock);
   REQUIRE(p.ok());
   return std::move(p).value();
@@ -57,7 +57,7 @@ TEST_CASE("Belady: fetch by next use, evict the furthest, keep what is used soon
   // t:    0  1  2  3  4  5  6  7
   // file: A  B  C  D  A  B  E  A     budget: three 1-byte files
   std::vector<uint64_t> sizes(5, 1);
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto p = Make(OneRank(3), FixedOrder({A, B, C, D, A, B, E, A}, sizes), clock);
 
   pf::FetchPlan plan = FetchAll(*p, sizes);
@@ -104,7 +104,7 @@ TEST_CASE("Belady: fetch by next use, evict the furthest, keep what is used soon
 
 TEST_CASE("A file larger than the budget is skipped and blocks nothing", "[unit][planner]") {
   std::vector<uint64_t> sizes = {5, 100, 5, 5};
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto p = Make(OneRank(20), FixedOrder({0, 1, 2, 3}, sizes), clock);
   pf::FetchPlan plan = FetchAll(*p, sizes);
   CHECK(plan.fetch == Files{0, 2, 3});
@@ -123,7 +123,7 @@ TEST_CASE("A file larger than the budget is skipped and blocks nothing", "[unit]
 TEST_CASE("In-flight bytes count against the budget; a larger file than reserved evicts",
           "[unit][planner]") {
   std::vector<uint64_t> sizes = {4, 4, 4, 4};
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto p = Make(OneRank(10), FixedOrder({0, 1, 2, 3}, sizes), clock);
   pf::FetchPlan plan = p->NextFetches(100);
   CHECK(plan.fetch == Files{0, 1});  // 8 of 10 bytes reserved, 2 cannot fit
@@ -142,7 +142,7 @@ TEST_CASE("In-flight bytes count against the budget; a larger file than reserved
 
 TEST_CASE("Failed fetches are retried, then skipped until the file is opened", "[unit][planner]") {
   std::vector<uint64_t> sizes = {1, 1, 1};
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   pf::PlannerConfig c = OneRank(10);
   c.max_fetch_retries = 2;
   auto p = Make(c, FixedOrder({0, 1, 2}, sizes), clock);
@@ -156,7 +156,7 @@ TEST_CASE("Failed fetches are retried, then skipped until the file is opened", "
 }
 
 TEST_CASE("Empty dataset and one-file dataset", "[unit][planner]") {
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   SECTION("empty, for a practically endless number of epochs") {
     auto p = Make(OneRank(100, uint64_t{1} << 40), FixedOrder({}, {}), clock);
     CHECK(p->NextFetches(10).fetch.empty());
@@ -188,7 +188,7 @@ TEST_CASE("Disabled planner: reactive caching keeps the budget, oldest out first
   c.budget_bytes = 10;
   pf::PlannerInput in;
   in.file_size = {4, 4, 4, 20};
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto p = Make(c, in, clock);
   CHECK(p->NextFetches(10).fetch.empty());
   for (FileId f : {0, 1}) {
@@ -213,7 +213,7 @@ TEST_CASE("Disabled planner: reactive caching keeps the budget, oldest out first
 
 TEST_CASE("Stall time comes from the clock", "[unit][planner]") {
   std::vector<uint64_t> sizes = {1};
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto p = Make(OneRank(10), FixedOrder({0}, sizes), clock);
   pf::OpenResult r = p->OnOpen(0);
   CHECK_FALSE(r.ready);
@@ -227,7 +227,7 @@ TEST_CASE("Stall time comes from the clock", "[unit][planner]") {
 }
 
 TEST_CASE("Config errors name the field", "[unit][planner]") {
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   pf::PlannerInput in = FixedOrder({0}, {1});
   pf::PlannerConfig c = OneRank(10);
   c.local_ranks = {};
@@ -256,7 +256,7 @@ TEST_CASE("Concurrent opens, strays, fetchers and readers keep the budget", "[un
   std::vector<uint64_t> order(n), sizes(n + strays);
   for (uint64_t i = 0; i < n; ++i) order[i] = (i * 7919) % n;
   for (uint64_t i = 0; i < n + strays; ++i) sizes[i] = 1 + (i * 31) % 50;
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   pf::PlannerConfig c = OneRank(2000, 3);
   c.batch_size = 8;
   c.num_workers = 2;

@@ -80,7 +80,7 @@ struct BatchJob {
 
 std::unique_ptr<pf::Planner> BatchPlanner(const BatchJob& job, std::vector<uint64_t> ranks,
                                           uint64_t budget, uint64_t epochs,
-                                          const pf::Clock& clock, uint64_t workers = 0) {
+                                          const clairfs::Clock& clock, uint64_t workers = 0) {
   pf::PlannerConfig c;
   c.local_ranks = std::move(ranks);
   c.end_epoch = epochs;
@@ -157,7 +157,7 @@ pf::BatchEpoch FourBatches() {
   return e;
 }
 
-std::unique_ptr<pf::Planner> SmallPlanner(uint64_t budget, const pf::Clock& clock,
+std::unique_ptr<pf::Planner> SmallPlanner(uint64_t budget, const clairfs::Clock& clock,
                                           pf::BatchEpoch epoch = FourBatches(),
                                           uint64_t epochs = 1) {
   pf::PlannerConfig c;
@@ -186,7 +186,7 @@ std::unique_ptr<pf::Planner> SmallPlanner(uint64_t budget, const pf::Clock& cloc
 
 TEST_CASE("Batch mode: pinned batches first, whole batches in order, pins never evicted",
           "[unit][planner]") {
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto planner = SmallPlanner(40, clock);  // room for 4 files
   pf::Planner& p = *planner;
 
@@ -240,7 +240,7 @@ TEST_CASE("Batch mode: pinned batches first, whole batches in order, pins never 
 
 TEST_CASE("Batch mode: a pinned batch's file never makes room from another pinned batch",
           "[unit][planner]") {
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto planner = SmallPlanner(20, clock);  // room for 2 files
   pf::Planner& p = *planner;
   pf::FetchPlan plan = p.NextFetches(100);
@@ -268,7 +268,7 @@ TEST_CASE("Batch mode, budget for an epoch: every open ready after epoch 0, no d
       BatchJob job;
       job.lead = 2;
       job.Init();
-      pf::FakeClock clock;
+      clairfs::FakeClock clock;
       auto planner = BatchPlanner(job, {0}, job.total, 4, clock, workers);
       pf::NodeSim sim(*planner, clock, job.sizes, SimOptions(job, workers, delay));
       for (uint64_t e = 0; e < 4; ++e) sim.RunEpoch({job.Reads(e, 50 + e)});
@@ -303,7 +303,7 @@ TEST_CASE("Batch mode, budget for 3 batches: no stall beyond each batch's first 
           "[unit][planner]") {
   BatchJob job;
   job.Init();
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   const uint64_t budget = 3 * job.MaxBatchBytes();
   auto planner = BatchPlanner(job, {0}, budget, 3, clock);
   pf::NodeSim sim(*planner, clock, job.sizes, SimOptions(job, 0, 0));
@@ -331,7 +331,7 @@ TEST_CASE("Batch mode, budget below one batch: no deadlock, the budget holds",
           "[unit][planner]") {
   BatchJob job;
   job.Init();
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   const uint64_t budget = job.MaxBatchBytes() / 2;
   auto planner = BatchPlanner(job, {0}, budget, 2, clock, 2);
   pf::NodeSim sim(*planner, clock, job.sizes, SimOptions(job, 2, 2));
@@ -352,7 +352,7 @@ TEST_CASE("Batch mode: an open outside every candidate is a deviation, counted b
   BatchJob job;
   job.extra_files = 4;
   job.Init();
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto planner = BatchPlanner(job, {0}, job.total, 3, clock);
   pf::NodeSim sim(*planner, clock, job.sizes, SimOptions(job, 0, 0));
   sim.RunEpoch({job.Reads(0, 5)});
@@ -387,7 +387,7 @@ TEST_CASE("Batch mode: an epoch that reads some of its candidates moves on after
   BatchJob job;
   job.reads = 5;  // of 12 candidates (steps_per_epoch)
   job.Init();
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto planner = BatchPlanner(job, {0}, job.total, 4, clock);
   pf::NodeSim sim(*planner, clock, job.sizes, SimOptions(job, 0, 1));
   for (uint64_t e = 0; e < 4; ++e) sim.RunEpoch({job.Reads(e, 20 + e)});
@@ -410,7 +410,7 @@ TEST_CASE("Batch mode, two readers of one stream: each reads each batch once",
     BatchJob job;
     job.lead = 1;
     job.Init();
-    pf::FakeClock clock;
+    clairfs::FakeClock clock;
     const uint64_t budget = budget_batches == 0 ? job.total : budget_batches * job.MaxBatchBytes();
     auto planner = BatchPlanner(job, {0, 0}, budget, 3, clock);
     pf::NodeSim sim(*planner, clock, job.sizes, SimOptions(job, 0, 0));
@@ -457,7 +457,7 @@ TEST_CASE("KerasFlow fit with shuffle drives the planner in batch mode", "[unit]
     in.file_of_index.resize(16);
     std::iota(in.file_of_index.begin(), in.file_of_index.end(), 0);
     in.file_size.assign(16, 100);
-    pf::FakeClock clock;
+    clairfs::FakeClock clock;
     auto p = pf::Planner::Create(c, in, clock);
     REQUIRE(p.ok());
     CHECK((*p)->batch_mode() == fit_shuffle);
@@ -484,7 +484,7 @@ TEST_CASE("Batch mode, shared readers an epoch boundary apart: counts per epoch 
   BatchJob job;
   job.lead = 1;
   job.Init();
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto planner = BatchPlanner(job, {0, 0}, job.total, 3, clock);
   pf::NodeSim sim(*planner, clock, job.sizes, SimOptions(job, 0, 0));
   std::vector<FileId> a = job.Reads(0, 1), b = job.Reads(0, 2);
@@ -514,7 +514,7 @@ TEST_CASE("Batch mode, shared readers an epoch boundary apart: counts per epoch 
 TEST_CASE("Batch mode: opens the daemon never saw leave no lasting trace", "[unit][planner]") {
   BatchJob job;
   job.Init();
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto planner = BatchPlanner(job, {0}, job.total, 4, clock);
   pf::NodeSim sim(*planner, clock, job.sizes, SimOptions(job, 0, 0));
   uint64_t seen = 0;
@@ -543,7 +543,7 @@ TEST_CASE("Batch mode: concurrent openers, fetcher and strays keep the budget",
   BatchJob job;
   job.extra_files = 8;
   job.Init();
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   const uint64_t budget = 4 * job.MaxBatchBytes();
   // Two readers of one stream, each on its own thread; the fetcher and a
   // stray reader (files in no batch, external evictions) on two more.
@@ -597,7 +597,7 @@ TEST_CASE("Batch mode: a file opened twice inside its batch is a repeat, not the
           "[unit][planner]") {
   BatchJob job;
   job.Init();
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto planner = BatchPlanner(job, {0}, job.total, 3, clock);
   pf::NodeSim sim(*planner, clock, job.sizes, SimOptions(job, 0, 0));
   uint64_t doubled = 0;
@@ -630,7 +630,7 @@ namespace {
 // Two alternatives over the 8 files, 2 epochs alike: alternative 0 cuts them
 // {0,1} {2,3} {4,5} {6,7}, alternative 1 {1,2} {3,4} {5,6} {7,0}; an epoch
 // reads 4 batches of one of them.
-std::unique_ptr<pf::Planner> AlternativesPlanner(uint64_t budget, const pf::Clock& clock) {
+std::unique_ptr<pf::Planner> AlternativesPlanner(uint64_t budget, const clairfs::Clock& clock) {
   pf::BatchEpoch e;
   e.batches = {{0, 1}, {2, 3}, {4, 5}, {6, 7}, {1, 2}, {3, 4}, {5, 6}, {7, 0}};
   e.alternative = {0, 0, 0, 0, 1, 1, 1, 1};
@@ -641,7 +641,7 @@ std::unique_ptr<pf::Planner> AlternativesPlanner(uint64_t budget, const pf::Cloc
 }  // namespace
 
 TEST_CASE("Batch mode, alternatives: the opens pick the one being read", "[unit][planner]") {
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto planner = AlternativesPlanner(1000, clock);
   pf::Planner& p = *planner;
   for (FileId f : p.NextFetches(100).fetch) CHECK(p.OnFetched(f, 10).empty());
@@ -660,7 +660,7 @@ TEST_CASE("Batch mode, alternatives: the opens pick the one being read", "[unit]
 
 TEST_CASE("Batch mode, alternatives: a small budget follows the alternative once picked",
           "[unit][planner]") {
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto planner = AlternativesPlanner(40, clock);  // room for 4 files
   pf::Planner& p = *planner;
   auto fetch_all = [&] {

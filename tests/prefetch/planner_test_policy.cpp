@@ -14,7 +14,7 @@ using Files = std::vector<FileId>;
 namespace {
 
 struct Fixture {
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   std::vector<uint64_t> sizes;
   std::unique_ptr<pf::Planner> planner;
 

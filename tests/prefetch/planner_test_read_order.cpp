@@ -65,7 +65,7 @@ TEST_CASE("Planner over ReadOrder: DistributedSampler on ImageFolder, node 1 of 
   c.batch_size = 2;
   c.num_workers = 2;
   c.budget_bytes = 40 * 3000;
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto planner = std::move(pf::Planner::Create(c, tree.Input(order), clock)).value();
   pf::NodeSimOptions o;
   o.loader = {2, 2, 2, false};
@@ -98,7 +98,7 @@ TEST_CASE("Planner over ReadOrder: a read window", "[unit][planner]") {
   c.batch_size = 4;
   c.read_window = kWindow;
   c.budget_bytes = 100 * 3000;
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto planner = std::move(pf::Planner::Create(c, tree.Input(order), clock)).value();
   pf::NodeSimOptions o;
   o.loader.batch_size = 4;

@@ -38,7 +38,7 @@ struct Setup {
   }
   uint64_t Total() const { return std::accumulate(sizes.begin(), sizes.end(), uint64_t{0}); }
 
-  std::unique_ptr<pf::Planner> MakePlanner(uint64_t epochs, uint64_t budget, const pf::Clock& clock,
+  std::unique_ptr<pf::Planner> MakePlanner(uint64_t epochs, uint64_t budget, const clairfs::Clock& clock,
                                            uint64_t start = 0) const {
     pf::PlannerConfig c;
     c.local_ranks = {0, 1};
@@ -92,7 +92,7 @@ constexpr uint64_t kN = 2000;  // large enough that chance hits in a window are 
 
 TEST_CASE("A jump from epoch 0 to epoch 3 is found again by a resync", "[unit][planner]") {
   Setup s(kN, 0, 0);
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto planner = s.MakePlanner(6, s.Total() / 4, clock);
   pf::NodeSim sim(*planner, clock, s.sizes, Options(s));
   sim.RunEpoch(Truth(s.sampler, 0));
@@ -117,7 +117,7 @@ TEST_CASE("A jump from epoch 0 to epoch 3 is found again by a resync", "[unit][p
 
 TEST_CASE("A validation pass of unrelated files: lost, then tracking resumes", "[unit][planner]") {
   Setup s(kN, 300, 0);
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto planner = s.MakePlanner(3, s.Total() / 4, clock);
   pf::NodeSim sim(*planner, clock, s.sizes, Options(s));
   sim.RunEpoch(Truth(s.sampler, 0));
@@ -143,7 +143,7 @@ TEST_CASE("A validation pass of unrelated files: lost, then tracking resumes", "
 
 TEST_CASE("A restart at epoch 2 of a job predicted from epoch 0", "[unit][planner]") {
   Setup s(kN, 0, 5);
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto planner = s.MakePlanner(5, s.Total() / 3, clock);
   pf::NodeSim sim(*planner, clock, s.sizes, Options(s));
   sim.RunEpoch(Truth(s.sampler, 2));
@@ -157,7 +157,7 @@ TEST_CASE("A restart at epoch 2 of a job predicted from epoch 0", "[unit][planne
 
 TEST_CASE("A restart from the beginning of the current epoch", "[unit][planner]") {
   Setup s(kN, 0, 9);
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto planner = s.MakePlanner(3, s.Total() / 3, clock);
   pf::NodeSim sim(*planner, clock, s.sizes, Options(s));
   auto epoch0 = Truth(s.sampler, 0);
@@ -177,7 +177,7 @@ TEST_CASE("A reader with a different seed: deviations, lost, budget kept, no cra
           "[unit][planner]") {
   Setup s(kN, 0, 0);
   pf::DistributedSampler other = Setup::Sampler(kN, 1234);
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto planner = s.MakePlanner(3, s.Total() / 4, clock);
   pf::NodeSim sim(*planner, clock, s.sizes, Options(s));
   for (uint64_t e = 0; e < 3; ++e) sim.RunEpoch(Truth(other, e));
@@ -211,7 +211,7 @@ TEST_CASE("Keras >= 3.3: opens anywhere in the read window are tracked", "[unit]
   };
   for (FileId f = 0; f < n; ++f) in.file_of_index.push_back(f);
   in.file_size = sizes;
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto planner = std::move(pf::Planner::Create(c, in, clock)).value();
   pf::NodeSimOptions o;
   o.loader.batch_size = batch;

@@ -71,7 +71,7 @@ Job MakeJob(uint64_t n, uint64_t world, uint64_t node, uint64_t per_node,
 
 // `pin_recent_opens`: the planner's setting (default: its own choice).
 std::unique_ptr<pf::Planner> PlannerFor(const Job& job, uint64_t budget, uint64_t epochs,
-                                        const pf::Clock& clock,
+                                        const clairfs::Clock& clock,
                                         uint64_t pin_recent_opens = pf::PlannerConfig{}.pin_recent_opens) {
   pf::PlannerConfig c;
   c.local_ranks = job.ranks;
@@ -130,7 +130,7 @@ TEST_CASE("LoaderSim opens every sample once, out of order within the loader win
 TEST_CASE("2 ranks x 2 workers, instant fetches: >= 99% ready after the first window",
           "[unit][planner]") {
   Job job = MakeJob(300, 2, 0, 2);
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   uint64_t budget = job.data.total * 3 / 10;  // a third of the dataset: evictions every epoch
   auto planner = PlannerFor(job, budget, 3, clock);
   pf::NodeSimOptions opts;
@@ -175,7 +175,7 @@ TEST_CASE("Delayed fetches with few in flight still keep ahead; ranks of a secon
   // World of 4 ranks, 2 per node: this is node 1 (ranks 2 and 3).
   Job job = MakeJob(400, 4, 1, 2);
   REQUIRE(job.ranks == std::vector<uint64_t>{2, 3});
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   uint64_t budget = job.data.total / 4;
   auto planner = PlannerFor(job, budget, 4, clock);
   pf::NodeSimOptions opts;
@@ -200,7 +200,7 @@ TEST_CASE("Epochs without set_epoch repeat one order; boundaries are seamless", 
   o.set_epoch_called = false;
   o.drop_last = true;
   Job job = MakeJob(203, 2, 0, 2, o);  // 203 is odd: drop_last cuts one
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto planner = PlannerFor(job, job.data.total / 3, 5, clock);
   pf::NodeSimOptions opts;
   opts.loader = job.loader;
@@ -227,7 +227,7 @@ TEST_CASE("Epochs without set_epoch repeat one order; boundaries are seamless", 
 
 TEST_CASE("A budget for the whole dataset fetches every file once", "[unit][planner]") {
   Job job = MakeJob(120, 2, 0, 2);
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto planner = PlannerFor(job, job.data.total, 3, clock);
   pf::NodeSimOptions opts;
   opts.loader = job.loader;
@@ -254,7 +254,7 @@ TEST_CASE("Two local readers of one shared stream fetch each file once and find 
   const uint64_t divisor = GENERATE(uint64_t{1}, uint64_t{3});  // budget: all, a third
   const bool merge = GENERATE(false, true);
   INFO("budget 1/" << divisor << (merge ? ", merged opens" : ""));
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   const uint64_t budget = job.data.total / divisor;
   auto planner = PlannerFor(job, budget, 3, clock);
   pf::NodeSimOptions opts;
@@ -285,7 +285,7 @@ TEST_CASE("Readers of one shared stream in step, many opens merged: neither fall
   job.ranks = {0, 0};
   const uint64_t seed = GENERATE(range(uint64_t{1}, uint64_t{11}));
   INFO("seed " << seed);
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   const uint64_t budget = job.data.total / 3;
   auto planner = PlannerFor(job, budget, 3, clock);
   pf::NodeSimOptions opts;
@@ -367,7 +367,7 @@ TEST_CASE("Demand caching alone: the planner's hits equal Belady's offline optim
   const uint64_t slots = GENERATE(uint64_t{1}, uint64_t{10}, uint64_t{40}, uint64_t{119});
   const uint64_t seed = GENERATE(uint64_t{1}, uint64_t{2}, uint64_t{3});
   INFO(slots << " of 120 files fit, " << (two_ranks ? "two ranks" : "one rank") << ", seed " << seed);
-  pf::FakeClock clock;
+  clairfs::FakeClock clock;
   auto planner = PlannerFor(job, slots * 1000, 3, clock,
                             two_ranks ? pf::PlannerConfig{}.pin_recent_opens : 0);
   pf::NodeSimOptions opts;

@@ -78,10 +78,11 @@ struct Fixture : MemoryDataset {
     auto j = BuildPrefetchJob(config, *manifest, 0, 1);
     REQUIRE(j.ok());
     job = std::move(*j);
-    auto planner = pf::Planner::Create(job.config, job.input, pf::SteadyClock::Instance());
+    auto planner = pf::Planner::Create(job.config, job.input, clairfs::SteadyClock::Instance());
     REQUIRE(planner.ok());
     PrefetchEngineOptions eo;
     eo.open_wait = std::chrono::milliseconds(500);
+    eo.clock = &clock;
     engine = std::make_unique<PrefetchEngine>(std::move(*planner), job.in_dataset, manifest,
                                               source.get(), cache.get(), &stats, &pusher, eo);
     VfsOptions o;
@@ -90,6 +91,8 @@ struct Fixture : MemoryDataset {
     vfs = std::make_unique<Vfs>(manifest, source.get(), cache.get(), &stats, o);
   }
   ~Fixture() { engine->Stop(); }
+
+  clairfs::FakeClock clock;  // the engine's; the planner's is the steady clock
 
   // Waits until the planner has fetched at least `n` files (or 5 s passed).
   void WaitFetched(uint64_t n) {
@@ -311,6 +314,12 @@ TEST_CASE("pushes refused before a listing are retried once the kernel has the i
   REQUIRE(f.vfs->ReadDir(uint64_t{*dir} + 1, 0, [](std::string_view, const Attr&, uint64_t) {
     return true;
   }).ok());
+  // Not before the kernel has had the time to make the inodes from the reply.
+  // The fetch threads look every 20 ms at most (idle_poll): give them a few
+  // looks; only the engine's clock moving lets them push.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK(c.listed_pushes.load() == 0);
+  f.clock.Advance(std::chrono::milliseconds(5));
   for (int i = 0; i < 200 && c.listed_pushes.load() < 10; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
