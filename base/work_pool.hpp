@@ -7,14 +7,14 @@
 // Thread-safe.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "base/mutex.hpp"
 
 namespace clairfs {
 
@@ -42,11 +42,11 @@ class WorkPool {
 
   const std::string name_;
   const size_t max_queued_;
-  mutable std::mutex mu_;
-  std::condition_variable ready_;
-  std::deque<std::function<void()>> queue_;
-  bool stopping_ = false;
-  std::vector<std::thread> workers_;
+  mutable Mutex mu_;
+  CondVar ready_;
+  std::deque<std::function<void()>> queue_ CLAIRFS_GUARDED_BY(mu_);
+  bool stopping_ CLAIRFS_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> workers_;  // set by the constructor, joined by Stop()
 };
 
 }  // namespace clairfs

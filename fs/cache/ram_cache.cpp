@@ -9,7 +9,7 @@ RamCache::RamCache(uint64_t capacity_bytes, std::unique_ptr<CachePolicy> policy)
 
 bool RamCache::LookupAll(const std::vector<BlockKey>& keys, std::vector<BlockRef>* out,
                          bool count) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (BlockKey key : keys) {
     if (blocks_.count(key) == 0) return false;
   }
@@ -26,7 +26,7 @@ bool RamCache::LookupAll(const std::vector<BlockKey>& keys, std::vector<BlockRef
 Result<BlockRef> RamCache::GetOrLoad(BlockKey key, const Loader& load, Outcome* outcome) {
   std::promise<Result<BlockRef>> promise;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = blocks_.find(key);
     if (it != blocks_.end()) {
       ++counters_.hits;
@@ -38,7 +38,7 @@ Result<BlockRef> RamCache::GetOrLoad(BlockKey key, const Loader& load, Outcome* 
     auto pending = loading_.find(key);
     if (pending != loading_.end()) {
       Waiter waiter = pending->second;
-      lock.unlock();
+      lock.Unlock();
       if (outcome != nullptr) *outcome = Outcome::kWaited;
       return waiter.get();
     }
@@ -48,7 +48,7 @@ Result<BlockRef> RamCache::GetOrLoad(BlockKey key, const Loader& load, Outcome* 
   Result<BlockRef> result = load();
   std::vector<BlockRef> dropped;  // freed after the lock is released
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (result.ok()) InsertLocked(key, *result, &dropped);
     loading_.erase(key);
   }
@@ -130,7 +130,7 @@ void RamCache::EraseFileLocked(uint32_t node, std::vector<BlockRef>* dropped) {
 
 void RamCache::Clear() {
   std::vector<BlockRef> dropped;  // freed after the lock is released
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (auto& [key, block] : blocks_) {
     policy_->Erased(key);
     dropped.push_back(std::move(block));
@@ -145,18 +145,18 @@ void RamCache::Clear() {
 
 void RamCache::SetOwner(FileOwner* owner) {
   Clear();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   owner_ = owner;
 }
 
 void RamCache::EraseFile(uint32_t node) {
   std::vector<BlockRef> dropped;  // freed after the lock is released
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   EraseFileLocked(node, &dropped);
 }
 
 CacheStats RamCache::Snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   CacheStats s = counters_;
   s.capacity_bytes = capacity_;
   s.bytes = bytes_;

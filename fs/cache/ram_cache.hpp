@@ -31,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.hpp"
 #include "base/status.hpp"
 #include "fs/cache/block.hpp"
 #include "fs/cache/cache_policy.hpp"
@@ -84,21 +85,24 @@ class RamCache {
   using Waiter = std::shared_future<Result<BlockRef>>;
   // Inserts under mu_, evicting until it fits; the evicted blocks are moved to
   // `dropped` so they are freed after the lock is released.
-  void InsertLocked(BlockKey key, const BlockRef& block, std::vector<BlockRef>* dropped);
+  void InsertLocked(BlockKey key, const BlockRef& block, std::vector<BlockRef>* dropped)
+      CLAIRFS_REQUIRES(mu_);
   // Removes the block at `it` (the caller counts it) into `dropped`.
   void RemoveLocked(std::unordered_map<BlockKey, BlockRef>::iterator it,
-                    std::vector<BlockRef>* dropped);
-  void EraseFileLocked(uint32_t node, std::vector<BlockRef>* dropped);
+                    std::vector<BlockRef>* dropped) CLAIRFS_REQUIRES(mu_);
+  void EraseFileLocked(uint32_t node, std::vector<BlockRef>* dropped) CLAIRFS_REQUIRES(mu_);
 
   const uint64_t capacity_;
-  mutable std::mutex mu_;
-  std::unique_ptr<CachePolicy> policy_;
-  std::unordered_map<BlockKey, BlockRef> blocks_;
-  std::unordered_map<BlockKey, Waiter> loading_;
-  std::unordered_map<uint32_t, uint32_t> file_blocks_;  // by node: blocks cached
-  FileOwner* owner_ = nullptr;
-  uint64_t bytes_ = 0;
-  CacheStats counters_;  // bytes/entries/capacity filled in by Snapshot()
+  mutable Mutex mu_;
+  std::unique_ptr<CachePolicy> policy_ CLAIRFS_GUARDED_BY(mu_);
+  std::unordered_map<BlockKey, BlockRef> blocks_ CLAIRFS_GUARDED_BY(mu_);
+  std::unordered_map<BlockKey, Waiter> loading_ CLAIRFS_GUARDED_BY(mu_);
+  // By node: blocks cached.
+  std::unordered_map<uint32_t, uint32_t> file_blocks_ CLAIRFS_GUARDED_BY(mu_);
+  FileOwner* owner_ CLAIRFS_GUARDED_BY(mu_) = nullptr;
+  uint64_t bytes_ CLAIRFS_GUARDED_BY(mu_) = 0;
+  // bytes/entries/capacity filled in by Snapshot()
+  CacheStats counters_ CLAIRFS_GUARDED_BY(mu_);
 };
 
 }  // namespace clairfs::fs

@@ -15,8 +15,12 @@ PackReadahead::PackReadahead(uint64_t budget_bytes) : budget_(budget_bytes) {
 
 PackReadahead::~PackReadahead() {
   if (worker_.joinable()) {
-    worker_.request_stop();
-    cv_.notify_all();
+    {
+      MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    worker_.request_stop();  // ends the steps of a pack being read ahead
+    cv_.NotifyAll();
     worker_.join();
   }
 }
@@ -24,7 +28,7 @@ PackReadahead::~PackReadahead() {
 void PackReadahead::Request(const std::string& path, uint64_t bytes) {
   if (budget_ == 0) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (requested_ + bytes > budget_) {
       Log(LogLevel::kDebug, "pack_readahead budget spent; not reading ahead " + path);
       return;
@@ -32,11 +36,11 @@ void PackReadahead::Request(const std::string& path, uint64_t bytes) {
     requested_ += bytes;
     queue_.push_back(path);
   }
-  cv_.notify_one();
+  cv_.NotifyOne();
 }
 
 uint64_t PackReadahead::requested_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return requested_;
 }
 
@@ -45,8 +49,9 @@ void PackReadahead::Run(std::stop_token stop) {
   while (!stop.stop_requested()) {
     std::string path;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (!cv_.wait(lock, stop, [this] { return !queue_.empty(); })) return;
+      MutexLock lock(&mu_);
+      while (!stopping_ && queue_.empty()) cv_.Wait(&lock);
+      if (stopping_) return;
       path = std::move(queue_.front());
       queue_.pop_front();
     }

@@ -11,12 +11,12 @@
 // Thread-safe; the destructor stops and joins the thread.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <string>
 #include <thread>
+
+#include "base/mutex.hpp"
 
 namespace clairfs::fs {
 
@@ -36,10 +36,11 @@ class PackReadahead {
   void Run(std::stop_token stop);
 
   const uint64_t budget_;
-  mutable std::mutex mu_;  // guards queue_ and requested_; leaf lock
-  std::condition_variable_any cv_;
-  std::deque<std::string> queue_;
-  uint64_t requested_ = 0;
+  mutable Mutex mu_;  // leaf lock
+  CondVar cv_;
+  std::deque<std::string> queue_ CLAIRFS_GUARDED_BY(mu_);
+  uint64_t requested_ CLAIRFS_GUARDED_BY(mu_) = 0;
+  bool stopping_ CLAIRFS_GUARDED_BY(mu_) = false;
   std::jthread worker_;  // last member: started after, stopped before the rest
 };
 

@@ -48,7 +48,7 @@ BlockRef ControlFiles::Generate(Index i) const {
 
 BlockRef ControlFiles::Refresh(Index i, int64_t* mtime_ns) {
   BlockRef fresh = Generate(i);  // outside the lock: stats_text_ takes the cache's lock
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   last_mtime_ns_ = std::max(WallNs(), last_mtime_ns_ + 1);  // strictly newer, always
   snapshot_[i] = std::move(fresh);
   mtime_ns_[i] = last_mtime_ns_;
@@ -58,7 +58,7 @@ BlockRef ControlFiles::Refresh(Index i, int64_t* mtime_ns) {
 
 BlockRef ControlFiles::Current(Index i, int64_t* mtime_ns) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (snapshot_[i]) {
       *mtime_ns = mtime_ns_[i];
       return snapshot_[i];

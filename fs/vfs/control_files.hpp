@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/mutex.hpp"
 #include "fs/cache/block.hpp"
 
 namespace clairfs::fs {
@@ -48,10 +49,10 @@ class ControlFiles {
   const std::function<std::string()> stats_text_;
   const std::string config_text_;
   const int64_t start_ns_;
-  std::mutex mu_;
-  BlockRef snapshot_[kCount];
-  int64_t mtime_ns_[kCount] = {0, 0, 0};
-  int64_t last_mtime_ns_ = 0;
+  Mutex mu_;
+  BlockRef snapshot_[kCount] CLAIRFS_GUARDED_BY(mu_);
+  int64_t mtime_ns_[kCount] CLAIRFS_GUARDED_BY(mu_) = {0, 0, 0};
+  int64_t last_mtime_ns_ CLAIRFS_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace clairfs::fs

@@ -1,3 +1,4 @@
+#include "base/mutex.hpp"
 #include "partitioner/pack/packer.hpp"
 
 #include <fnmatch.h>
@@ -70,7 +71,8 @@ class PackRun {
   Status Place();
   Status WriteAll();
   void Worker();
-  Status Write(const WorkItem& item, const char* raw, const format::EncodedPayload& enc);
+  Status Write(const WorkItem& item, const char* raw, const format::EncodedPayload& enc)
+      CLAIRFS_REQUIRES(mu_);
   Status OpenSink(uint32_t p);
   Status CloseSink(uint32_t p);
   Result<std::vector<char>> BuildManifest();
@@ -84,20 +86,20 @@ class PackRun {
   std::vector<PackSink> sinks_;      // P + 1
   PackSummary summary_;
 
-  size_t next_ = 0;   // the next work item to take (under mu_)
-  uint64_t held_ = 0;  // memory the taken, unwritten files may hold (under mu_)
-  std::mutex mu_;      // guards the sinks, the failure, the two above and all writes
-  std::condition_variable turn_;  // a file written or failed: its room and its pack's turn are free
-  Status failure_;
+  Mutex mu_;  // guards the sinks while workers run, the members below and all writes
+  size_t next_ CLAIRFS_GUARDED_BY(mu_) = 0;   // the next work item to take
+  uint64_t held_ CLAIRFS_GUARDED_BY(mu_) = 0;  // memory the taken, unwritten files may hold
+  CondVar turn_;  // a file written or failed: its room and its pack's turn are free
+  Status failure_ CLAIRFS_GUARDED_BY(mu_);
   std::atomic<bool> failed_{false};
   Progress* progress_ = nullptr;
 };
 
 void PackRun::Fail(Status st) {
-  std::lock_guard lk(mu_);
+  MutexLock lock(&mu_);
   if (failure_.ok()) failure_ = std::move(st);
   failed_ = true;
-  turn_.notify_all();
+  turn_.NotifyAll();
 }
 
 Status PackRun::Place() {
@@ -206,11 +208,11 @@ void PackRun::Worker() {
       // is taken when nothing else is held, and so packed alone. Taking them
       // in order keeps the pack's order from deadlocking: the file a pack
       // waits for was taken earlier and already holds its room.
-      std::unique_lock lk(mu_);
-      turn_.wait(lk, [&] {
-        return failed_ || next_ >= work_.size() || held_ == 0 ||
-               held_ + MemoryFor(scan_.entries[work_[next_].entry].size) <= o_.memory;
-      });
+      MutexLock lock(&mu_);
+      while (!(failed_ || next_ >= work_.size() || held_ == 0 ||
+               held_ + MemoryFor(scan_.entries[work_[next_].entry].size) <= o_.memory)) {
+        turn_.Wait(&lock);
+      }
       if (failed_ || next_ >= work_.size()) return;
       i = next_++;
       held = MemoryFor(scan_.entries[work_[i].entry].size);
@@ -229,19 +231,19 @@ void PackRun::Worker() {
                                "about twice its size, at once)",
                            ENOMEM);
     }
-    std::unique_lock lk(mu_);
+    MutexLock lock(&mu_);
     // Only the previous file of the same pack must be written first: workers
     // on other packs never wait for this one.
-    turn_.wait(lk, [&] { return sinks_[item.partition].files == item.seq || failed_; });
+    while (sinks_[item.partition].files != item.seq && !failed_) turn_.Wait(&lock);
     if (failed_) return;
     if (st.ok()) st = Write(item, raw.data(), enc);
     if (!st.ok()) {
-      lk.unlock();
+      lock.Unlock();
       Fail(st);
       return;
     }
-    turn_.notify_all();
-    lk.unlock();
+    turn_.NotifyAll();
+    lock.Unlock();
     progress_->Add(1, e.size);
     // The room is given back once the buffers are: until then the next file
     // would be read beside this one.
@@ -249,10 +251,10 @@ void PackRun::Worker() {
       std::vector<char>().swap(raw);  // (= {} would keep the capacity)
       std::vector<char>().swap(enc.bytes);
     }
-    lk.lock();
+    lock.Lock();
     held_ -= held;
-    turn_.notify_all();
-    lk.unlock();
+    turn_.NotifyAll();
+    lock.Unlock();
   }
 }
 
@@ -267,7 +269,10 @@ Status PackRun::WriteAll() {
   for (unsigned t = 0; t < threads; ++t) pool.emplace_back([this] { Worker(); });
   for (auto& t : pool) t.join();
   progress.Stop();
-  if (failed_) return failure_;
+  if (failed_) {
+    MutexLock lock(&mu_);
+    return failure_;
+  }
   // Packs are closed (and fsync'ed) only now, outside the write lock; a pack
   // that received no file still gets its header.
   for (uint32_t p = 0; p <= o_.partitions; ++p) CLAIRFS_RETURN_IF_ERROR(CloseSink(p));

@@ -30,8 +30,12 @@ Progress::Progress(std::string verb, uint64_t total_files, uint64_t total_bytes,
   terminal_ = StderrIsTerminal();
   const auto every = terminal_ ? std::chrono::milliseconds(250) : log_every;
   thread_ = std::thread([this, every] {
-    std::unique_lock lk(mu_);
-    while (!cv_.wait_for(lk, every, [this] { return stop_; })) Draw();
+    MutexLock lock(&mu_);
+    for (auto next = std::chrono::steady_clock::now() + every; !stop_;) {
+      if (cv_.WaitUntil(&lock, next)) continue;  // woken: stopping, or spuriously
+      Draw();
+      next += every;
+    }
   });
 }
 
@@ -40,10 +44,10 @@ Progress::~Progress() { Stop(); }
 void Progress::Stop() {
   if (!thread_.joinable()) return;
   {
-    std::lock_guard lk(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   thread_.join();
   if (terminal_) std::fprintf(stderr, "\r\033[K");
 }

@@ -6,11 +6,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <thread>
+
+#include "base/mutex.hpp"
 
 namespace clairfs::pack {
 
@@ -36,9 +36,9 @@ class Progress {
   uint64_t total_files_, total_bytes_;
   std::atomic<uint64_t> files_{0}, bytes_{0};
   std::chrono::steady_clock::time_point start_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
+  Mutex mu_;
+  CondVar cv_;
+  bool stop_ CLAIRFS_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -1,3 +1,4 @@
+#include "base/mutex.hpp"
 #include "partitioner/pack/verify.hpp"
 
 #include <algorithm>
@@ -54,7 +55,7 @@ class ContentCheck {
 
  private:
   void Note(std::string msg) {
-    std::lock_guard lk(mu_);
+    MutexLock lock(&mu_);
     report_->differences.push_back(std::move(msg));
   }
 
@@ -79,7 +80,7 @@ class ContentCheck {
       if (!problem.empty()) Note(problem);
       if (!compared) continue;
       {
-        std::lock_guard lk(mu_);
+        MutexLock lock(&mu_);
         ++report_->files;
         report_->bytes += r.size;
       }
@@ -137,10 +138,10 @@ class ContentCheck {
   const Manifest& m_;
   const ScanResult& scan_;
   std::vector<std::pair<uint32_t, uint32_t>> pairs_;  // (manifest node, scan entry)
-  VerifyReport* report_;
+  VerifyReport* report_ CLAIRFS_PT_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<format::PosixRandomAccessFile>> packs_;
   std::atomic<size_t> next_{0};
-  std::mutex mu_;
+  Mutex mu_;
   Progress* progress_ = nullptr;
 };
 
