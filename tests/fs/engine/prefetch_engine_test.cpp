@@ -391,8 +391,14 @@ TEST_CASE("opens reported after the fact count like answered ones", "[prefetch_e
   auto after = f.vfs->Open(uint64_t{*n} + 1, O_RDONLY);
   REQUIRE(after.ok());
   CHECK(after->decline);
+  // The fetches loaded 40 files, none of them a READ: the READ counters
+  // hold only the one READ that reaches the Vfs, answered from RAM.
+  REQUIRE(c.fetched.load() >= 40);
+  CHECK(f.stats.reads_from_ram.load() + f.stats.reads_from_pack.load() == 0);
   REQUIRE(f.vfs->Read(uint64_t{*n} + 1, 0, 4096).ok());
   CHECK(f.stats.reads.load() == 1);
+  CHECK(f.stats.reads_from_ram.load() == 1);
+  CHECK(f.stats.reads_from_pack.load() == 0);
 }
 
 }  // namespace
