@@ -155,14 +155,16 @@ print()
 print("samples read through clairfs: %d; identical to the source: %s" % (len(sa), "yes" if same_bytes else "NO"))
 print("loss curves match: %s" % ("yes" if same_loss else "NO"))
 print()
-print("%-6s %10s %12s %12s %12s %12s %10s" % ("rank", "ram cache", "local pack", "from peers", "to peers", "fallback", "staged"))
+print("%-6s %10s %12s %10s %12s %12s %12s %10s" % ("rank", "ram cache", "local pack", "fetched",
+      "from peers", "to peers", "fallback", "staged"))
 for r in range(ranks):
     s = json.load(open("%s/stats%d.json" % (work, r)))
     c = s["cluster"]
     st = c.get("staging", {})
-    print("%-6d %10d %12d %12d %12d %12d %7d/%d" % (r, s["served"]["ram_cache"]["requests"],
-          s["served"]["local_pack"]["requests"], c["peers"]["reads"], c["served_to_peers"]["reads"],
-          c["fallback"]["reads"], st.get("packs_done", 0), st.get("packs_total", 0)))
+    print("%-6d %10d %12d %10d %12d %12d %12d %7d/%d" % (r, s["served"]["ram_cache"]["reads"],
+          s["served"]["local_pack"]["reads"], s.get("prefetch", {}).get("fetched", 0),
+          c["peers"]["reads"], c["served_to_peers"]["reads"], c["fallback"]["reads"],
+          st.get("packs_done", 0), st.get("packs_total", 0)))
 prefetch = []
 for r in range(ranks):
     p = json.load(open("%s/stats%d.json" % (work, r))).get("prefetch")
@@ -179,7 +181,8 @@ for r, p in prefetch:
           % (r, p["opens"], p["ready"], 100.0 * p["ready"] / max(1, p["opens"]), p["stalls"],
              p["deviations"], pc["pushes"] + pc["listed_pushes"] + pc["late_pushes"],
              pc["pushes"], pc["listed_pushes"], pc["late_pushes"], reads))
-print("(ram cache / local pack: file blocks served by each daemon from RAM or decoded from packs; "
+print("(ram cache / local pack: READ requests each daemon answered from RAM or with blocks decoded "
+      "from packs; fetched: whole files the prefetcher loaded ahead of the job, not READs; "
       "from/to peers: pack reads over MPI; fallback: reads of the dataset directory)")
 print()
 print("The source here is a local disk whose files are already in the page cache, so the direct")

@@ -126,6 +126,7 @@ void Cluster::WriteStats(clairfs::JsonWriter& w) const {
       .Integer("failure_notices", g_failure_notices.load())
       .Integer("pid", static_cast<uint64_t>(::getpid()))
       .String("host", host_);
+  const EndpointCounters* n = transport_ ? transport_->counters() : nullptr;
   if (store_) {
     const DistCounters& c = store_->counters();
     w.BeginObject("peers")
@@ -133,9 +134,10 @@ void Cluster::WriteStats(clairfs::JsonWriter& w) const {
         .Integer("bytes", c.peer_bytes)
         .Integer("failures", c.peer_failures)
         .EndObject();
+    // Counted where the replies are made; one rank has no peers to serve.
     w.BeginObject("served_to_peers")
-        .Integer("reads", c.served_reads)
-        .Integer("bytes", c.served_bytes)
+        .Integer("reads", n ? n->reads_served.load() : 0)
+        .Integer("bytes", n ? n->bytes_served.load() : 0)
         .EndObject();
     w.BeginObject("fallback")
         .Integer("reads", c.fallback_reads)
@@ -143,14 +145,12 @@ void Cluster::WriteStats(clairfs::JsonWriter& w) const {
         .EndObject();
     w.Integer("damaged_rereads", c.damaged_rereads);
   }
-  if (const EndpointCounters* n = transport_ ? transport_->counters() : nullptr) {
+  if (n) {
     w.BeginObject("network")
         .Integer("reads_sent", n->reads_sent)
         .Integer("replies_received", n->replies_received)
         .Integer("timeouts", n->timeouts)
-        .Integer("requests_served", n->requests_served)
         .Integer("served_at_once", n->served_at_once)
-        .Integer("bytes_served", n->bytes_served)
         .Integer("rejected_messages", n->rejected_messages)
         .Integer("unknown_replies", n->unknown_replies)
         .EndObject();

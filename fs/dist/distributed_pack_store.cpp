@@ -133,8 +133,6 @@ std::optional<Result<std::vector<char>>> DistributedPackStore::ServeIfCached(int
   if (read.length > 0 && !file->ReadIfCached(read.offset, 1, &probe)) return std::nullopt;
   std::vector<char> out(read.length);
   if (!file->ReadIfCached(read.offset, read.length, out.data())) return std::nullopt;
-  counters_.served_reads++;
-  counters_.served_bytes += read.length;
   return Result<std::vector<char>>(std::move(out));
 }
 
@@ -144,8 +142,6 @@ Result<std::vector<char>> DistributedPackStore::Serve(int peer, const PackRead& 
   if (!file.ok()) return file.status();
   std::vector<char> out(read.length);
   CLAIRFS_RETURN_IF_ERROR((*file)->ReadExact(read.offset, read.length, out.data()));
-  counters_.served_reads++;
-  counters_.served_bytes += read.length;
   return out;
 }
 

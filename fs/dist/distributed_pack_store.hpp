@@ -32,13 +32,13 @@
 namespace clairfs::fs {
 
 // Reads of partitions homed elsewhere (this rank's own copies are counted by
-// the vfs, as "local pack" blocks) and reads served to peers.
+// the vfs, as "local pack" blocks). The reads this rank serves to peers are
+// counted by the transport's Endpoint (EndpointCounters::reads_served).
 struct DistCounters {
   std::atomic<uint64_t> peer_reads{0}, peer_bytes{0};          // answered by a peer
   std::atomic<uint64_t> fallback_reads{0}, fallback_bytes{0};  // from the dataset directory
   std::atomic<uint64_t> peer_failures{0};                      // errors and timeouts
   std::atomic<uint64_t> damaged_rereads{0};  // failed their checksum, read again from the dataset
-  std::atomic<uint64_t> served_reads{0}, served_bytes{0};      // answered for peers
 };
 
 struct DistOptions {

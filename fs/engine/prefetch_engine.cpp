@@ -72,9 +72,7 @@ bool PrefetchEngine::Keep(uint32_t node, std::vector<uint32_t>* drop) {
     std::lock_guard<std::mutex> lock(mu_);
     for (pf::FileId f : a.evict) pushed_.erase(f);
   }
-  Stats::Add(counters_.evictions, a.evict.size());
   drop->insert(drop->end(), a.evict.begin(), a.evict.end());
-  if (kept) Stats::Add(counters_.admitted, 1);
   return kept;
 }
 
@@ -91,21 +89,18 @@ bool PrefetchEngine::Pushed(pf::FileId file) const {
 
 void PrefetchEngine::Observe(uint32_t node, bool answering) {
   if (node >= in_dataset_.size() || in_dataset_[node] == 0) return;
-  Stats::Add(counters_.opens, 1);
   const pf::OpenResult r = planner_->OnOpen(node);
   // The ranks moved: a file may have become evictable for one that waits.
   if (wants_room_.load(std::memory_order_relaxed)) work_cv_.notify_one();
   if (r.ready) {
-    Stats::Add(counters_.ready, 1);
     const bool pushed = Pushed(node);
-    Stats::Add(pushed ? counters_.ready_pushed : counters_.ready_ram, 1);
+    Stats::Add(pushed ? counters_.ready_in_page_cache : counters_.ready_in_ram, 1);
     // The kernel looked the file up to open it: now it takes the bytes (a
     // push refused at fetch time, or a file kept after a demand read), and
     // the reads that follow this open stay in the page cache.
     if (!pushed && PushKept(node)) Stats::Add(counters_.late_pushes, 1);
     return;
   }
-  Stats::Add(counters_.not_ready, 1);
   if (r.in_flight && answering) {
     // The fetch may already be decoding the file: waiting for it is cheaper
     // than a second read, and the push lands before the first READ.
@@ -265,7 +260,6 @@ void PrefetchEngine::Drop(const std::vector<pf::FileId>& files) {
     for (pf::FileId f : files) pushed_.erase(f);
   }
   for (pf::FileId f : files) cache_->EraseFile(f);
-  Stats::Add(counters_.evictions, files.size());
 }
 
 }  // namespace clairfs::fs

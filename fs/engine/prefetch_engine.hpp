@@ -28,6 +28,12 @@
 // Idle fetch threads sleep options.idle_poll at most; an open wakes one only
 // when the last plan stopped for want of room (an open may make some).
 //
+// Counters: the planner counts the opens, their readiness and its own
+// decisions (evictions, admissions: prefetch::PlannerStats); the engine
+// counts only what it does itself - where ready opens found their bytes, the
+// waits, the fetches and the pushes (PrefetchStats). A fetch is not a READ
+// request: the data path's Stats count the READs the kernel sends.
+//
 // Thread-safety: thread-safe. Lock order: the cache's lock (Keep, Dropped),
 // then the planner's, then mu_. mu_ is never held across a planner call, a
 // cache call, a file read or a push.
@@ -58,6 +64,24 @@
 #include "prefetch/planner/planner.hpp"
 
 namespace clairfs::fs {
+
+// A snapshot of the prefetcher's counters (PrefetchEngine::Snapshot). Value type.
+struct PrefetchStats {
+  prefetch::PlannerStats planner;  // opens, readiness, tracking, policy, budget
+  // The engine's own counts. Ready opens by where their bytes were: pushed
+  // into the kernel's page cache, or only in the RAM cache.
+  uint64_t ready_in_page_cache = 0, ready_in_ram = 0;
+  // Opens that waited for their file's fetch under way: count, total wait, time-outs.
+  uint64_t waits = 0, wait_ns = 0, wait_timeouts = 0;
+  // Fetches: files loaded and kept (and their bytes), loads that failed, and
+  // files loaded but not kept (the room freed for them was not free yet).
+  uint64_t fetched = 0, fetched_bytes = 0, fetch_failures = 0, not_kept = 0;
+  // Page-cache pushes at fetch: files (and bytes) taken, refused for an
+  // unknown inode, failed otherwise; refused ones pushed after a listing or at
+  // the file's open.
+  uint64_t pushes = 0, pushed_bytes = 0, push_unknown_inode = 0, push_errors = 0;
+  uint64_t listed_pushes = 0, late_pushes = 0;
+};
 
 struct PrefetchEngineOptions {
   uint32_t threads = 2;                       // fetch threads (config prefetch_threads)
@@ -94,25 +118,24 @@ class PrefetchEngine final : public OpenObserver, public FileOwner {
   bool Keep(uint32_t node, std::vector<uint32_t>* drop) override;
   void Dropped(uint32_t node) override;
 
-  // The members of stats.json's "prefetch" section (docs/fuse.md).
+  // The planner's and the engine's counters now (the planner's snapshot
+  // costs O(lead): planner.hpp).
+  PrefetchStats Snapshot() const;
+  // The members of stats.json's "prefetch" section (docs/fuse.md), from Snapshot().
   void WriteStats(clairfs::JsonWriter& w) const;
-  prefetch::PlannerStats PlannerStats() const { return planner_->Stats(); }
   // By manifest node: 1 for a file of the dataset (the opens the planner is told of).
   const std::vector<uint8_t>& in_dataset() const { return in_dataset_; }
 
-  struct Counters {
-    std::atomic<uint64_t> opens{0}, ready{0}, ready_pushed{0}, ready_ram{0};
-    std::atomic<uint64_t> waits{0}, wait_ns{0}, wait_timeouts{0}, not_ready{0};
-    std::atomic<uint64_t> fetched{0}, fetched_bytes{0}, fetch_failures{0}, evictions{0};
-    std::atomic<uint64_t> pushes{0}, pushed_bytes{0}, push_unknown_inode{0}, push_errors{0};
-    std::atomic<uint64_t> listed_pushes{0};  // refused at fetch, pushed after a listing
-    std::atomic<uint64_t> late_pushes{0};    // refused at fetch, pushed at the file's open
-    std::atomic<uint64_t> admitted{0};       // demand-read files the planner kept
-    std::atomic<uint64_t> not_kept{0};       // fetched files the cache could not keep
-  };
-  const Counters& counters() const { return counters_; }
-
  private:
+  // The engine's counts of PrefetchStats, as they are kept.
+  struct Counters {
+    std::atomic<uint64_t> ready_in_page_cache{0}, ready_in_ram{0};
+    std::atomic<uint64_t> waits{0}, wait_ns{0}, wait_timeouts{0};
+    std::atomic<uint64_t> fetched{0}, fetched_bytes{0}, fetch_failures{0}, not_kept{0};
+    std::atomic<uint64_t> pushes{0}, pushed_bytes{0}, push_unknown_inode{0}, push_errors{0};
+    std::atomic<uint64_t> listed_pushes{0}, late_pushes{0};
+  };
+
   void Observe(uint32_t node, bool answering);
   void Run(std::stop_token stop);
   void Fetch(prefetch::FileId file);

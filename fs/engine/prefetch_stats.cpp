@@ -1,4 +1,5 @@
-// The "prefetch" section of stats.json (documented in docs/fuse.md).
+// The prefetcher's counters: their snapshot, and the "prefetch" section of
+// stats.json written from it (documented in docs/fuse.md).
 #include "fs/engine/prefetch_engine.hpp"
 
 namespace clairfs::fs {
@@ -8,9 +9,31 @@ uint64_t Get(const std::atomic<uint64_t>& a) { return a.load(std::memory_order_r
 
 }  // namespace
 
-void PrefetchEngine::WriteStats(clairfs::JsonWriter& w) const {
-  const prefetch::PlannerStats p = planner_->Stats();
+PrefetchStats PrefetchEngine::Snapshot() const {
+  PrefetchStats s;
+  s.planner = planner_->Stats();
   const Counters& c = counters_;
+  s.ready_in_page_cache = Get(c.ready_in_page_cache);
+  s.ready_in_ram = Get(c.ready_in_ram);
+  s.waits = Get(c.waits);
+  s.wait_ns = Get(c.wait_ns);
+  s.wait_timeouts = Get(c.wait_timeouts);
+  s.fetched = Get(c.fetched);
+  s.fetched_bytes = Get(c.fetched_bytes);
+  s.fetch_failures = Get(c.fetch_failures);
+  s.not_kept = Get(c.not_kept);
+  s.pushes = Get(c.pushes);
+  s.pushed_bytes = Get(c.pushed_bytes);
+  s.push_unknown_inode = Get(c.push_unknown_inode);
+  s.push_errors = Get(c.push_errors);
+  s.listed_pushes = Get(c.listed_pushes);
+  s.late_pushes = Get(c.late_pushes);
+  return s;
+}
+
+void PrefetchEngine::WriteStats(clairfs::JsonWriter& w) const {
+  const PrefetchStats s = Snapshot();
+  const prefetch::PlannerStats& p = s.planner;
   w.String("sampler", options_.sampler).Bool("enabled", p.enabled).Bool("lost", p.lost);
   const prefetch::PlannerConfig& job = planner_->config();
   w.BeginObject("job")
@@ -32,19 +55,18 @@ void PrefetchEngine::WriteStats(clairfs::JsonWriter& w) const {
         .EndObject();
   }
   w.EndArray();
-  w.Integer("opens", Get(c.opens)).Integer("predicted", p.predicted_opens);
-  w.Integer("ready", Get(c.ready));
+  w.Integer("opens", p.opens).Integer("predicted", p.predicted_opens);
+  w.Integer("ready", p.ready_opens);
   w.BeginObject("open_hits")
-      .Integer("page_cache", Get(c.ready_pushed))
-      .Integer("ram", Get(c.ready_ram))
-      .Integer("not_ready", Get(c.not_ready))
+      .Integer("page_cache", s.ready_in_page_cache)
+      .Integer("ram", s.ready_in_ram)
       .EndObject();
   w.Integer("stalls", p.stalled_opens)
       .Integer("stall_ns", p.stall_ns)
       .Integer("max_stall_ns", p.max_stall_ns)
-      .Integer("waits", Get(c.waits))
-      .Integer("wait_ns", Get(c.wait_ns))
-      .Integer("wait_timeouts", Get(c.wait_timeouts))
+      .Integer("waits", s.waits)
+      .Integer("wait_ns", s.wait_ns)
+      .Integer("wait_timeouts", s.wait_timeouts)
       .Integer("lead_files", p.lead_files)
       .Integer("lead_bytes", p.lead_bytes)
       .Integer("lead_steps", p.lead_steps)
@@ -57,12 +79,12 @@ void PrefetchEngine::WriteStats(clairfs::JsonWriter& w) const {
       .Integer("used_bytes", p.resident_bytes + p.in_flight_bytes)
       .Integer("peak_used_bytes", p.peak_used_bytes)
       .Integer("resident_files", p.resident_files)
-      .Integer("fetched", Get(c.fetched))
-      .Integer("fetched_bytes", Get(c.fetched_bytes))
-      .Integer("fetch_failures", Get(c.fetch_failures))
-      .Integer("not_kept", Get(c.not_kept))
-      .Integer("admitted", Get(c.admitted))
-      .Integer("evictions", Get(c.evictions))
+      .Integer("fetched", s.fetched)
+      .Integer("fetched_bytes", s.fetched_bytes)
+      .Integer("fetch_failures", s.fetch_failures)
+      .Integer("not_kept", s.not_kept)
+      .Integer("admitted", p.admissions)
+      .Integer("evictions", p.evictions)
       .Integer("short_budget_stops", p.short_budget_stops)
       .Integer("order_errors", p.order_errors)
       .Bool("batch_mode", p.batch_mode);
@@ -71,12 +93,12 @@ void PrefetchEngine::WriteStats(clairfs::JsonWriter& w) const {
       .Integer("ready_at_pin", p.batches_ready)
       .EndObject();
   w.BeginObject("page_cache")
-      .Integer("pushes", Get(c.pushes))
-      .Integer("bytes", Get(c.pushed_bytes))
-      .Integer("unknown_inode", Get(c.push_unknown_inode))
-      .Integer("listed_pushes", Get(c.listed_pushes))
-      .Integer("late_pushes", Get(c.late_pushes))
-      .Integer("errors", Get(c.push_errors))
+      .Integer("pushes", s.pushes)
+      .Integer("bytes", s.pushed_bytes)
+      .Integer("unknown_inode", s.push_unknown_inode)
+      .Integer("listed_pushes", s.listed_pushes)
+      .Integer("late_pushes", s.late_pushes)
+      .Integer("errors", s.push_errors)
       .EndObject();
   w.BeginArray("per_epoch");
   for (const prefetch::EpochCounts& e : p.per_epoch) {

@@ -198,7 +198,7 @@ wire::Reply Endpoint::Answer(const wire::Request& request, Result<std::vector<ch
   wire::Reply reply{request.id, 0, {}};
   if (data.ok()) {
     reply.data = std::move(data).value();
-    counters_.requests_served++;
+    counters_.reads_served++;
     counters_.bytes_served += reply.data.size();
   } else {
     reply.err = data.status().err() ? data.status().err() : EIO;

@@ -34,10 +34,12 @@ struct OutMessage {
   std::vector<char> bytes;
 };
 
+// The one count of peers' reads this rank answered (reads_served: answered
+// with bytes; bytes_served: those bytes), whichever thread answered them.
 struct EndpointCounters {
   std::atomic<uint64_t> reads_sent{0}, replies_received{0}, timeouts{0};
-  std::atomic<uint64_t> requests_served{0}, bytes_served{0}, rejected_messages{0};
-  std::atomic<uint64_t> served_at_once{0};  // of requests_served: without a server thread
+  std::atomic<uint64_t> reads_served{0}, bytes_served{0}, rejected_messages{0};
+  std::atomic<uint64_t> served_at_once{0};  // of reads_served: without a server thread
   std::atomic<uint64_t> unknown_replies{0};
 };
 

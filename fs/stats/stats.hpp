@@ -13,22 +13,30 @@
 
 namespace clairfs::fs {
 
+// Who counts what: the Vfs counts the requests that reach the daemon and the
+// READs it answered with bytes (by source); the FileReader counts block loads,
+// their waits and failures, whoever asked (a READ or a prefetch fetch). The
+// prefetch engine counts its fetches itself (PrefetchEngine), so a fetch is
+// never a READ here.
 struct Stats {
-  // Read requests answered, by where the bytes came from. A request touching
-  // several blocks counts once, under the slowest source it needed.
-  std::atomic<uint64_t> ram_requests{0}, ram_bytes{0};
-  std::atomic<uint64_t> pack_requests{0}, pack_bytes{0};
+  // READ requests of dataset files answered with bytes, by where the bytes
+  // came from. A READ touching several blocks counts once, under the slowest
+  // source it needed (the RAM cache only when every block was there).
+  std::atomic<uint64_t> reads_from_ram{0}, read_bytes_from_ram{0};
+  std::atomic<uint64_t> reads_from_pack{0}, read_bytes_from_pack{0};
   // Blocks (whole small files, or frames of framed files) loaded from a pack:
   // decoded bytes produced, and the time reading + verifying + decoding took.
   std::atomic<uint64_t> pack_block_loads{0}, pack_files_loaded{0};
   std::atomic<uint64_t> pack_decoded_bytes{0};
   std::atomic<uint64_t> decode_ns{0};
-  // Requests that waited for another thread's load of the same block.
+  // Block reads (by a READ or a fetch) that waited for another thread's load
+  // of the same block.
   std::atomic<uint64_t> coalesced_waits{0};
-  // Failures answered with an errno: corruption (EIO), other I/O errors.
+  // Loads that failed (answered with an errno): corruption (EIO), other I/O errors.
   std::atomic<uint64_t> corruption_errors{0}, io_errors{0};
   // Requests that reached the daemon: namespace traffic, and READs of
-  // dataset files (whatever the kernel's page cache did not have).
+  // dataset files (whatever the kernel's page cache did not have), counted
+  // on arrival, whether they were then answered with bytes or not.
   std::atomic<uint64_t> lookups{0}, getattrs{0}, readdirs{0}, opendirs{0}, opens{0}, reads{0};
   // The reading thread (fuse_spin_us): requests it found while still looking
   // before sleeping, and the time it spent looking.

@@ -81,10 +81,7 @@ std::optional<ReadData> FileReader::Cached(uint32_t node, uint64_t offset, size_
     out.total += take;
     pos += take;
   }
-  if (count) {
-    Stats::Add(stats_->ram_requests, 1);
-    Stats::Add(stats_->ram_bytes, out.total);
-  }
+  out.from_ram_cache = true;
   return out;
 }
 
@@ -110,13 +107,7 @@ Result<ReadData> FileReader::Read(uint32_t node, uint64_t offset, size_t size) {
     out.total += take;
     pos += take;
   }
-  if (all_hits) {
-    Stats::Add(stats_->ram_requests, 1);
-    Stats::Add(stats_->ram_bytes, out.total);
-  } else {
-    Stats::Add(stats_->pack_requests, 1);
-    Stats::Add(stats_->pack_bytes, out.total);
-  }
+  out.from_ram_cache = all_hits;
   return out;
 }
 

@@ -5,7 +5,9 @@
 // references to the cached blocks it touches, which stay alive until the reply
 // has been sent. A miss loads the block through the PayloadSource (verified
 // bytes only); a failure is logged once per failed load, counted, and returned
-// with its errno (EIO for corruption).
+// with its errno (EIO for corruption). It counts loads, waits and failures
+// (Stats), not requests: its caller knows whether a read is a READ request
+// (the Vfs counts it, by ReadData::from_ram_cache) or a prefetch fetch.
 //
 // Thread-safe (the cache and the source are; the rest is immutable).
 #pragma once
@@ -32,6 +34,7 @@ struct ReadSlice {
 struct ReadData {
   std::vector<ReadSlice> slices;
   size_t total = 0;
+  bool from_ram_cache = false;  // every block was in the RAM cache (no load, no wait)
 };
 
 class FileReader {
@@ -42,10 +45,10 @@ class FileReader {
   // Bytes [offset, offset + size) of file node `node`, clipped to the file.
   Result<ReadData> Read(uint32_t node, uint64_t offset, size_t size);
   // The same bytes if every block they touch is in the RAM cache; otherwise
-  // nothing (nothing loaded, nothing counted). Never waits for a load.
+  // nothing (nothing loaded). Never waits for a load.
   std::optional<ReadData> ReadIfCached(uint32_t node, uint64_t offset, size_t size);
-  // The whole file if all of it is in the RAM cache, counting nothing (no
-  // request was served): for the prefetcher's page-cache pushes.
+  // The whole file if all of it is in the RAM cache, without counting cache
+  // lookups: for the prefetcher's page-cache pushes.
   std::optional<ReadData> Peek(uint32_t node);
 
  private:

@@ -209,6 +209,7 @@ std::optional<Result<ReadData>> Vfs::ReadIfReady(uint64_t ino, uint64_t offset, 
   auto data = reader_.ReadIfCached(NodeOfInode(ino), offset, size);
   if (!data) return std::nullopt;
   Stats::Add(stats_->reads, 1);
+  CountAnswered(*data);
   return Result<ReadData>(std::move(*data));
 }
 
@@ -230,7 +231,21 @@ Result<ReadData> Vfs::Read(uint64_t ino, uint64_t offset, size_t size) {
   const uint32_t node = NodeOfInode(ino);
   if (manifest_->IsDirectory(node)) return Status::IOError("is a directory", EISDIR);
   Stats::Add(stats_->reads, 1);
-  return reader_.Read(node, offset, size);
+  Result<ReadData> data = reader_.Read(node, offset, size);
+  if (data.ok()) CountAnswered(*data);
+  return data;
+}
+
+void Vfs::CountAnswered(const ReadData& data) {
+  // A READ at or past the end of the file needs no source.
+  if (data.total == 0) return;
+  if (data.from_ram_cache) {
+    Stats::Add(stats_->reads_from_ram, 1);
+    Stats::Add(stats_->read_bytes_from_ram, data.total);
+  } else {
+    Stats::Add(stats_->reads_from_pack, 1);
+    Stats::Add(stats_->read_bytes_from_pack, data.total);
+  }
 }
 
 FsStat Vfs::StatFs() const {

@@ -2,7 +2,8 @@
 // manifest (inode = node index + 1, the root is 1), file bytes from a
 // FileReader, and the control files under /.clairfs (inodes after the
 // manifest's). Every call returns a value or a Status whose err() is the errno
-// for the kernel: ENOENT, ENOTDIR, EISDIR, EROFS, EIO.
+// for the kernel: ENOENT, ENOTDIR, EISDIR, EROFS, EIO. It counts the requests
+// that reach it and, by source, the READs it answered with bytes (Stats).
 //
 // Thread-safe: the manifest is immutable and the parts it calls are
 // thread-safe. The FUSE adapter (fs/fuse) is a thin shell over this class.
@@ -109,6 +110,8 @@ class Vfs {
   Attr ControlAttr(ControlFiles::Index i, bool refresh);
   Status ReadControlDir(uint64_t offset, const DirEmit& emit);
   Status CheckDir(uint64_t ino) const;
+  // Counts a READ of a dataset file answered with `data`, by its source.
+  void CountAnswered(const ReadData& data);
 
   const std::shared_ptr<const format::Manifest> manifest_;
   Stats* const stats_;

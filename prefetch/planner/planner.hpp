@@ -22,12 +22,11 @@
 // Batch mode (batch_stream.hpp): when the input's BatchSource gives the start
 // epoch as a set of batches in unknown order, the unit is the batch. The first
 // open of a batch pins it: NextFetches hands out the unopened files of pinned
-// batches before anything else, and no fetch or admission evicts them (only
-// Evictions may); the candidates not begun follow in a fixed order, whole
-// batches at a time, then the next epoch's. An open inside a begun batch is
-// predicted; an open in no batch of the epochs being read is a deviation. No
-// resync and no lost state: the set of batches is exact, only their order is
-// unknown.
+// batches before anything else, and no fetch or admission evicts them; the
+// candidates not begun follow in a fixed order, whole batches at a time, then
+// the next epoch's. An open inside a begun batch is predicted; an open in no
+// batch of the epochs being read is a deviation. No resync and no lost state:
+// the set of batches is exact, only their order is unknown.
 //
 // How the daemon calls it:
 //   FUSE open of file f:   OpenResult r = OnOpen(f);
@@ -137,10 +136,6 @@ class Planner {
 
   // The resident file the policy would evict first; nullopt when none.
   std::optional<FileId> Victim() const;
-  // Drops resident files, furthest next use first, until `bytes_needed` are
-  // free (or nothing is left to drop); the caller must drop them too. The
-  // freed bytes are not reserved: use Admit to insert a file.
-  std::vector<FileId> Evictions(uint64_t bytes_needed);
   // A demand-read `file` of `bytes`: keep it if there is room, or if some
   // resident file is used later than it (or never); with no prediction the
   // oldest files make room.

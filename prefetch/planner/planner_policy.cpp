@@ -62,7 +62,6 @@ FetchPlan Planner::NextFetches(size_t max) {
 std::vector<FileId> Planner::OnFetched(FileId file, uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<FileId> drop;
-  ++stats_.fetched;
   if (bytes > resident_.budget()) {
     resident_.Remove(file);
     drop.push_back(file);
@@ -93,7 +92,6 @@ std::vector<FileId> Planner::OnFetched(FileId file, uint64_t bytes) {
 
 void Planner::OnFetchFailed(FileId file) {
   std::lock_guard<std::mutex> lock(mu_);
-  ++stats_.fetch_failures;
   if (resident_.state(file) != ResidentSet::State::kInFlight) return;
   resident_.Remove(file);
   ++failures_[file];
@@ -118,20 +116,6 @@ std::optional<FileId> Planner::Victim() const {
   FileId f = resident_.Furthest();
   if (f == kNoFile) return std::nullopt;
   return f;
-}
-
-std::vector<FileId> Planner::Evictions(uint64_t bytes_needed) {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<FileId> out;
-  while (resident_.free() < bytes_needed) {
-    FileId v = resident_.Furthest();
-    if (v == kNoFile) break;
-    resident_.Remove(v);
-    RewindScan(v);
-    out.push_back(v);
-  }
-  stats_.evictions += out.size();
-  return out;
 }
 
 Admission Planner::Admit(FileId file, uint64_t bytes) {

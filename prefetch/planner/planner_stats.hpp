@@ -2,6 +2,11 @@
 //
 // Counters are cumulative since the planner was created; the *_bytes/_files
 // gauges and the lead are measured at the snapshot. Value type.
+//
+// The planner counts what it sees and decides: the opens and whether their
+// files were resident, the tracking, and its policy's outcomes. What the
+// caller does with the plan - the fetches it completes or fails, the bytes it
+// moves - the caller counts (in the daemon, the prefetch engine).
 #pragma once
 
 #include <cstdint>
@@ -48,9 +53,9 @@ struct PlannerStats {
 
   // Policy.
   uint64_t fetches_planned = 0;     // files handed out by NextFetches
-  uint64_t fetched = 0;             // OnFetched
-  uint64_t fetch_failures = 0;      // OnFetchFailed
-  uint64_t evictions = 0;           // files the planner told the caller to drop
+  // Files the planner told the caller to drop: NextFetches' evict, the
+  // victims OnFetched returns, Admit's evict.
+  uint64_t evictions = 0;
   uint64_t external_evictions = 0;  // OnEvicted of a file the planner still held
   uint64_t oversize_skips = 0;      // files never planned: larger than the whole budget
   // NextFetches stopped at a full budget while the furthest-behind rank had

@@ -48,10 +48,11 @@ for (ax, bx), path in zip(axes, inputs):
         bx.set_title("opens that found their file ready (clairfs)", fontsize=9)
         bx.legend(fontsize=8)
         continue
-    hits = data.get("prefetch_rank0", {}).get("open_hits", {})
+    prefetch = data.get("prefetch_rank0", {})
+    hits = prefetch.get("open_hits", {})
     parts = [("in page cache", hits.get("page_cache", 0)),
              ("in daemon RAM", hits.get("ram", 0)),
-             ("not ready", hits.get("not_ready", 0))]
+             ("not ready", prefetch.get("stalls", 0))]
     parts = [(n, v) for n, v in parts if v]
     if not parts:
         bx.axis("off")

@@ -172,7 +172,7 @@ TEST_CASE("reads at any offset and size return the original bytes", "[vfs]") {
       CHECK(Bytes(*part) == want);
     }
   }
-  CHECK(f.stats.ram_requests > 0);
+  CHECK(f.stats.reads_from_ram > 0);
   CHECK(f.stats.corruption_errors == 0);
 }
 

@@ -292,7 +292,7 @@ TEST_CASE("Batch mode, budget for an epoch: every open ready after epoch 0, no d
         }
       }
       // Each file came in once: the budget kept the epoch.
-      CHECK(s.fetched + s.admissions <= job.files);
+      CHECK(sim.report().loads + s.admissions <= job.files);
       CHECK(s.batches_pinned == 4 * job.batches());
       CHECK(planner->Positions()[0].epoch == 3);
     }
@@ -428,7 +428,7 @@ TEST_CASE("Batch mode, two readers of one stream: each reads each batch once",
     }
     if (budget_batches == 0) {
       // Fetched once for both readers: kept until the second one opened it.
-      CHECK(s.fetched + s.admissions <= job.files);
+      CHECK(sim.report().loads + s.admissions <= job.files);
     }
     for (const pf::RankPosition& p : planner->Positions()) CHECK(p.epoch == 2);
     CHECK(s.batches_pinned == 2 * 3 * job.batches());

@@ -107,6 +107,7 @@ void NodeSim::CompleteFetch(FileId f) {
   auto it = pending_.find(f);
   if (it == pending_.end()) return;
   pending_.erase(it);
+  ++report_.loads;
   pending_bytes_ -= sizes_[f];
   ram_[f] = sizes_[f];
   ram_bytes_ += sizes_[f];

@@ -43,6 +43,8 @@ struct NodeSimReport {
   std::vector<uint8_t> ready;    // per open, in order: found resident
   std::vector<FileId> opened;    // per open, in order: the file
   uint64_t steps = 0;
+  // Files loaded and reported with OnFetched: fetches and kept demand reads.
+  uint64_t loads = 0;
   uint64_t budget_violations = 0;  // steps where planner or RAM model exceeded the budget
   uint64_t model_mismatches = 0;   // planner and RAM model disagreed
   uint64_t max_used_bytes = 0;     // RAM model's peak (resident + in flight)

@@ -158,13 +158,13 @@ PYEOF
 done
 
 # --- Every path was taken. requests.read counts the READs that reached the
-# daemon; served.ram_cache/local_pack split them; cluster.peers counts the
-# pack reads the other rank answered.
+# daemon; served.ram_cache/local_pack split those answered with bytes by
+# source; cluster.peers counts the pack reads the other rank answered.
 for r in 0 1; do
   snapshot $r "$T/stats$r.json"
   read -r reads ram_reqs pack_reqs peer_reads fallback evictions over <<<"$(json "$T/stats$r.json" \
-    '" ".join(str(x) for x in (d["requests"]["read"], d["served"]["ram_cache"]["requests"],
-      d["served"]["local_pack"]["requests"], d["cluster"]["peers"]["reads"],
+    '" ".join(str(x) for x in (d["requests"]["read"], d["served"]["ram_cache"]["reads"],
+      d["served"]["local_pack"]["reads"], d["cluster"]["peers"]["reads"],
       d["cluster"]["fallback"]["reads"], d["ram_cache"]["evictions"],
       int(d["ram_cache"]["peak_bytes"] > d["ram_cache"]["capacity_bytes"])))')"
   echo "rank $r: READs $reads (RAM $ram_reqs, packs $pack_reqs), peer reads $peer_reads," \
@@ -173,6 +173,8 @@ for r in 0 1; do
     || fail "rank $r: no READ answered from the RAM cache"
   [[ $pack_reqs -gt 0 ]] && pass "rank $r: $pack_reqs READs loaded from packs" \
     || fail "rank $r: no READ loaded from a pack"
+  [[ $((ram_reqs + pack_reqs)) -le $reads ]] && pass "rank $r: the READs answered are among the $reads READs received" \
+    || fail "rank $r: $((ram_reqs + pack_reqs)) READs answered, only $reads received"
   [[ $peer_reads -gt 0 ]] && pass "rank $r: $peer_reads pack reads answered by the peer" \
     || fail "rank $r: no pack read from the peer"
   [[ $reads -gt 0 && $reads -lt ${issued[r]} ]] \
@@ -203,10 +205,10 @@ r1=$(counter 'd["requests"]["read"]')
 cmp "$T/src/$big" "$T/mnt0/$big" || fail "$big differs (warm read)"
 r2=$(counter 'd["requests"]["read"]')
 dontneed "$T/mnt0/$big"
-m2=$(counter 'd["served"]["ram_cache"]["requests"]')
+m2=$(counter 'd["served"]["ram_cache"]["reads"]')
 cmp "$T/src/$big" "$T/mnt0/$big" || fail "$big differs (read from RAM)"
 r3=$(counter 'd["requests"]["read"]')
-m3=$(counter 'd["served"]["ram_cache"]["requests"]')
+m3=$(counter 'd["served"]["ram_cache"]["reads"]')
 [[ $r1 -gt $r0 ]] && pass "$big after a drop: $((r1 - r0)) READs" || fail "$big after a drop: no READ"
 [[ $r2 -eq $r1 ]] && pass "$big again: no READ (page cache)" || fail "$big again: $((r2 - r1)) READs"
 [[ $r3 -gt $r2 && $((m3 - m2)) -eq $((r3 - r2)) ]] \

@@ -96,7 +96,7 @@ struct Fixture : MemoryDataset {
 
   // Waits until the planner has fetched at least `n` files (or 5 s passed).
   void WaitFetched(uint64_t n) {
-    for (int i = 0; i < 500 && engine->counters().fetched.load() < n; ++i) {
+    for (int i = 0; i < 500 && engine->Snapshot().fetched < n; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
@@ -158,18 +158,17 @@ TEST_CASE("with room for everything every predicted open is ready and pushed",
   f.WaitFetched(40);
   f.OpenEpoch(0);
   f.OpenEpoch(1);
-  const auto& c = f.engine->counters();
-  CHECK(c.opens.load() == 80);
-  CHECK(c.ready.load() == 80);
-  CHECK(c.ready_pushed.load() == 80);
-  CHECK(c.pushes.load() >= 40);
+  const PrefetchStats s = f.engine->Snapshot();
+  CHECK(s.planner.opens == 80);
+  CHECK(s.planner.ready_opens == 80);
+  CHECK(s.ready_in_page_cache == 80);
+  CHECK(s.pushes >= 40);
   // Pushed bytes are the file's bytes.
   auto n = f.manifest->Resolve("train/c1/i3.jpg");
   REQUIRE(n.ok());
   const auto& want = f.dataset.contents.at("train/c1/i3.jpg");
   CHECK(f.pusher.pushed.at(uint64_t{*n} + 1) == std::string(want.begin(), want.end()));
-  const auto p = f.engine->PlannerStats();
-  CHECK(p.deviations == 0);
+  CHECK(s.planner.deviations == 0);
   clairfs::JsonWriter w;
   w.BeginObject();
   f.engine->WriteStats(w);
@@ -184,11 +183,11 @@ TEST_CASE("an inode the kernel does not know stays in RAM as the second tier",
   f.engine->Start();
   f.WaitFetched(40);
   f.OpenEpoch(0);
-  const auto& c = f.engine->counters();
-  CHECK(c.pushes.load() == 0);
-  CHECK(c.push_unknown_inode.load() >= 40);
-  CHECK(c.ready_ram.load() == c.ready.load());
-  CHECK(c.ready.load() == 40);
+  const PrefetchStats s = f.engine->Snapshot();
+  CHECK(s.pushes == 0);
+  CHECK(s.push_unknown_inode >= 40);
+  CHECK(s.ready_in_ram == s.planner.ready_opens);
+  CHECK(s.planner.ready_opens == 40);
 }
 
 TEST_CASE("a small budget is never exceeded and opens still read right bytes",
@@ -199,7 +198,7 @@ TEST_CASE("a small budget is never exceeded and opens still read right bytes",
   f.WaitFetched(8);
   for (uint64_t e = 0; e < 2; ++e) f.OpenEpoch(e);
   f.engine->Stop();
-  const auto p = f.engine->PlannerStats();
+  const pf::PlannerStats p = f.engine->Snapshot().planner;
   CHECK(p.peak_used_bytes <= budget);
   // One owner: the cache holds exactly the files the planner counts.
   const CacheStats c = f.cache->Snapshot();
@@ -214,10 +213,11 @@ TEST_CASE("demand-read files are kept or not as the planner decides, within one 
   const uint64_t budget = 12000;  // about 11 of the 40 files
   Fixture f(budget);              // not started: every file is read on demand
   for (uint64_t e = 0; e < 2; ++e) f.OpenEpoch(e);
-  const auto p = f.engine->PlannerStats();
+  const PrefetchStats s = f.engine->Snapshot();
+  const pf::PlannerStats& p = s.planner;
   const CacheStats c = f.cache->Snapshot();
-  CHECK(f.engine->counters().admitted.load() > 0);
-  CHECK(p.admissions == f.engine->counters().admitted.load());
+  CHECK(p.admissions > 0);
+  CHECK(s.fetched == 0);  // kept demand reads are not fetches
   CHECK(c.declined > 0);  // some files were not worth keeping
   CHECK(c.bytes == p.resident_bytes);
   CHECK(c.peak_bytes <= budget);
@@ -226,7 +226,7 @@ TEST_CASE("demand-read files are kept or not as the planner decides, within one 
   CHECK(c.entries == p.resident_files);
   // Dropping the cache tells the planner.
   f.cache->Clear();
-  CHECK(f.engine->PlannerStats().resident_bytes == 0);
+  CHECK(f.engine->Snapshot().planner.resident_bytes == 0);
 }
 
 TEST_CASE("concurrent readers and fetches: the cache holds exactly what the planner counts",
@@ -265,7 +265,7 @@ TEST_CASE("concurrent readers and fetches: the cache holds exactly what the plan
   for (auto& r : readers) r.join();
   f.engine->Stop();
   CHECK(wrong.load() == 0);
-  const auto p = f.engine->PlannerStats();
+  const pf::PlannerStats p = f.engine->Snapshot().planner;
   const CacheStats c = f.cache->Snapshot();
   CHECK(c.peak_bytes <= budget);
   CHECK(p.in_flight_bytes == 0);
@@ -287,13 +287,13 @@ TEST_CASE("opens outside the prediction are deviations and still served", "[pref
       CHECK(data->total == f.dataset.contents.at(path).size());
     }
   }
-  CHECK(f.engine->PlannerStats().deviations > 0);
+  CHECK(f.engine->Snapshot().planner.deviations > 0);
   // Files outside the root are not the planner's business.
   auto other = f.manifest->Resolve("other.txt");
   REQUIRE(other.ok());
-  const uint64_t before = f.engine->counters().opens.load();
+  const uint64_t before = f.engine->Snapshot().planner.opens;
   REQUIRE(f.vfs->Open(uint64_t{*other} + 1, O_RDONLY).ok());
-  CHECK(f.engine->counters().opens.load() == before);
+  CHECK(f.engine->Snapshot().planner.opens == before);
 }
 
 TEST_CASE("pushes refused before a listing are retried once the kernel has the inodes",
@@ -302,8 +302,7 @@ TEST_CASE("pushes refused before a listing are retried once the kernel has the i
   for (uint32_t n = 0; n < f.manifest->node_count(); ++n) f.pusher.unknown.insert(n + 1);
   f.engine->Start();
   f.WaitFetched(40);
-  const auto& c = f.engine->counters();
-  REQUIRE(c.pushes.load() == 0);
+  REQUIRE(f.engine->Snapshot().pushes == 0);
   // The kernel learns the inodes of train/c2 from a READDIRPLUS reply.
   auto dir = f.manifest->Resolve("train/c2");
   REQUIRE(dir.ok());
@@ -318,12 +317,12 @@ TEST_CASE("pushes refused before a listing are retried once the kernel has the i
   // The fetch threads look every 20 ms at most (idle_poll): give them a few
   // looks; only the engine's clock moving lets them push.
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  CHECK(c.listed_pushes.load() == 0);
+  CHECK(f.engine->Snapshot().listed_pushes == 0);
   f.clock.Advance(std::chrono::milliseconds(5));
-  for (int i = 0; i < 200 && c.listed_pushes.load() < 10; ++i) {
+  for (int i = 0; i < 200 && f.engine->Snapshot().listed_pushes < 10; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  CHECK(c.listed_pushes.load() == 10);  // exactly the ten files of train/c2
+  CHECK(f.engine->Snapshot().listed_pushes == 10);  // exactly the ten files of train/c2
   std::lock_guard<std::mutex> lock(f.pusher.mu);
   for (int i = 0; i < 10; ++i) {
     const std::string path = "train/c2/i" + std::to_string(i) + ".jpg";
@@ -388,10 +387,10 @@ TEST_CASE("opens reported after the fact count like answered ones", "[prefetch_e
   auto r0 = f.job.order->Paths(0, 0);
   REQUIRE(r0.ok());
   for (const auto& p : *r0) f.engine->OnOpenEvent(*f.manifest->Resolve("train/" + p));
-  const auto& c = f.engine->counters();
-  CHECK(c.opens.load() == r0->size());
-  CHECK(c.ready.load() == r0->size());
-  CHECK(f.engine->PlannerStats().deviations == 0);
+  const PrefetchStats s = f.engine->Snapshot();
+  CHECK(s.planner.opens == r0->size());
+  CHECK(s.planner.ready_opens == r0->size());
+  CHECK(s.planner.deviations == 0);
   // The Vfs declines opens from now on, and counts the READs that reach it.
   auto n = f.manifest->Resolve("train/" + r0->front());
   auto before = f.vfs->Open(uint64_t{*n} + 1, O_RDONLY);
@@ -401,8 +400,14 @@ TEST_CASE("opens reported after the fact count like answered ones", "[prefetch_e
   auto after = f.vfs->Open(uint64_t{*n} + 1, O_RDONLY);
   REQUIRE(after.ok());
   CHECK(after->decline);
+  // The fetches loaded 40 files, none of them a READ: the READ counters
+  // hold only the one READ that reaches the Vfs, answered from RAM.
+  REQUIRE(s.fetched >= 40);
+  CHECK(f.stats.reads_from_ram.load() + f.stats.reads_from_pack.load() == 0);
   REQUIRE(f.vfs->Read(uint64_t{*n} + 1, 0, 4096).ok());
   CHECK(f.stats.reads.load() == 1);
+  CHECK(f.stats.reads_from_ram.load() == 1);
+  CHECK(f.stats.reads_from_pack.load() == 0);
 }
 
 }  // namespace

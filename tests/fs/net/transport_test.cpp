@@ -108,7 +108,7 @@ TEST_CASE("many pipelined reads between four ranks return the right bytes", "[ne
   // Reads queued together left as batches: fewer messages than reads is not
   // observable here, but every read was served exactly once.
   uint64_t served = 0;
-  for (auto& t : c.ranks) served += t->counters()->requests_served;
+  for (auto& t : c.ranks) served += t->counters()->reads_served;
   CHECK(served == 800);
 }
 
@@ -333,7 +333,7 @@ TEST_CASE("reads serve_now answers skip the server threads; the others still rea
   CHECK(refused.status().err() == ENOENT);
   CHECK(served_later == 20 + 1);
   CHECK(server.counters()->served_at_once == 20);
-  CHECK(server.counters()->requests_served == 41);
+  CHECK(server.counters()->reads_served == 41);
   CHECK(now_threads.size() == 1);  // the one thread that receives messages
   client.Stop();
   server.Stop();
