@@ -47,7 +47,7 @@ void PrefetchEngine::Start() {
 
 void PrefetchEngine::Stop() {
   for (auto& t : threads_) t.request_stop();
-  work_cv_.notify_all();
+  work_cv_.NotifyAll();
   threads_.clear();  // joins
 }
 
@@ -69,7 +69,7 @@ bool PrefetchEngine::Keep(uint32_t node, std::vector<uint32_t>* drop) {
     a.evict.insert(a.evict.end(), more.begin(), more.end());
   }
   if (!a.evict.empty()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (pf::FileId f : a.evict) pushed_.erase(f);
   }
   drop->insert(drop->end(), a.evict.begin(), a.evict.end());
@@ -78,12 +78,12 @@ bool PrefetchEngine::Keep(uint32_t node, std::vector<uint32_t>* drop) {
 
 void PrefetchEngine::Dropped(uint32_t node) {
   planner_->OnEvicted(node);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   pushed_.erase(node);
 }
 
 bool PrefetchEngine::Pushed(pf::FileId file) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return pushed_.count(file) != 0;
 }
 
@@ -91,7 +91,7 @@ void PrefetchEngine::Observe(uint32_t node, bool answering) {
   if (node >= in_dataset_.size() || in_dataset_[node] == 0) return;
   const pf::OpenResult r = planner_->OnOpen(node);
   // The ranks moved: a file may have become evictable for one that waits.
-  if (wants_room_.load(std::memory_order_relaxed)) work_cv_.notify_one();
+  if (wants_room_.load(std::memory_order_relaxed)) work_cv_.NotifyOne();
   if (r.ready) {
     const bool pushed = Pushed(node);
     Stats::Add(pushed ? counters_.ready_in_page_cache : counters_.ready_in_ram, 1);
@@ -105,11 +105,16 @@ void PrefetchEngine::Observe(uint32_t node, bool answering) {
     // The fetch may already be decoding the file: waiting for it is cheaper
     // than a second read, and the push lands before the first READ.
     const auto t0 = options_.clock->Now();
-    bool done;
+    const auto deadline = std::chrono::steady_clock::now() + options_.open_wait;
+    bool done = true;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      done = done_cv_.wait_for(lock, options_.open_wait,
-                               [&] { return fetching_.count(node) == 0; });
+      MutexLock lock(&mu_);
+      while (fetching_.count(node) != 0) {
+        if (!done_cv_.WaitUntil(&lock, deadline)) {
+          done = fetching_.count(node) == 0;
+          break;
+        }
+      }
     }
     const auto ns = (options_.clock->Now() - t0).count();
     Stats::Add(counters_.waits, 1);
@@ -124,7 +129,7 @@ void PrefetchEngine::OnListed(uint32_t first, uint32_t end) {
   if (pusher_ == nullptr) return;
   // The kernel makes the inodes once the reply is out: first try a little
   // later, then once more in case the lister was slow to get the CPU.
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   listings_.push_back({first, end, options_.clock->Now() + kListedDelay, 2});
 }
 
@@ -132,7 +137,7 @@ bool PrefetchEngine::PushKept(pf::FileId file) {
   if (pusher_ == nullptr) return false;
   std::optional<ReadData> data = reader_.Peek(file);
   if (!data || data->total == 0 || !pusher_->Push(InodeOfNode(file), 0, *data).ok()) return false;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   pushed_.insert(file);
   return true;
 }
@@ -141,7 +146,7 @@ void PrefetchEngine::RetryListed() {
   const auto now = options_.clock->Now();
   std::vector<Listing> due;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (listings_.empty()) return;
     auto late = std::partition(listings_.begin(), listings_.end(),
                                [&](const Listing& l) { return l.due > now; });
@@ -162,7 +167,7 @@ void PrefetchEngine::RetryListed() {
     }
   }
   if (!refused) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (Listing l : due) {
     if (--l.attempts_left <= 0) continue;
     l.due = now + kListedRetry;
@@ -178,18 +183,20 @@ void PrefetchEngine::Run(std::stop_token stop) {
     wants_room_.store(plan.fetch.empty() && plan.room_bound, std::memory_order_relaxed);
     if (plan.fetch.empty()) {
       planner_->Maintain();
-      std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait_for(lock, options_.idle_poll, [&] { return stop.stop_requested(); });
+      MutexLock lock(&mu_);
+      if (!stop.stop_requested()) {
+        work_cv_.WaitUntil(&lock, std::chrono::steady_clock::now() + options_.idle_poll);
+      }
       continue;
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       for (pf::FileId f : plan.fetch) fetching_.insert(f);
     }
     for (size_t i = 0; i < plan.fetch.size(); ++i) {
       if (stop.stop_requested()) {
         for (size_t j = i; j < plan.fetch.size(); ++j) planner_->OnFetchFailed(plan.fetch[j]);
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         for (size_t j = i; j < plan.fetch.size(); ++j) fetching_.erase(plan.fetch[j]);
         break;
       }
@@ -215,10 +222,10 @@ void PrefetchEngine::Fetch(pf::FileId file) {
       planner_->OnFetchFailed(file);
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       fetching_.erase(file);
     }
-    done_cv_.notify_all();
+    done_cv_.NotifyAll();
     return;
   }
   const uint64_t bytes = data->total;
@@ -239,7 +246,7 @@ void PrefetchEngine::Fetch(pf::FileId file) {
     }
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     fetching_.erase(file);
     if (pushed) {
       pushed_.insert(file);
@@ -249,14 +256,14 @@ void PrefetchEngine::Fetch(pf::FileId file) {
   }
   Stats::Add(counters_.fetched, 1);
   Stats::Add(counters_.fetched_bytes, bytes);
-  done_cv_.notify_all();
+  done_cv_.NotifyAll();
   Drop(planner_->OnFetched(file, bytes));
 }
 
 void PrefetchEngine::Drop(const std::vector<pf::FileId>& files) {
   if (files.empty()) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (pf::FileId f : files) pushed_.erase(f);
   }
   for (pf::FileId f : files) cache_->EraseFile(f);

@@ -161,14 +161,15 @@ class PrefetchEngine final : public OpenObserver, public FileOwner {
   PageCachePusher* const pusher_;
   const PrefetchEngineOptions options_;
 
-  mutable std::mutex mu_;            // guards the four members below
-  std::condition_variable done_cv_;  // a fetch finished (waiting opens)
-  std::condition_variable work_cv_;  // an open moved the ranks (idle threads)
-  std::unordered_set<prefetch::FileId> fetching_;
+  mutable Mutex mu_;
+  CondVar done_cv_;  // a fetch finished (waiting opens)
+  CondVar work_cv_;  // an open moved the ranks (idle threads)
+  std::unordered_set<prefetch::FileId> fetching_ CLAIRFS_GUARDED_BY(mu_);
   // Kept files whose bytes the kernel took; forgotten when the planner
   // evicts them, so a file kept again is pushed again.
-  std::unordered_set<prefetch::FileId> pushed_;
-  std::vector<Listing> listings_;  // listings whose refused pushes are to be retried
+  std::unordered_set<prefetch::FileId> pushed_ CLAIRFS_GUARDED_BY(mu_);
+  // Listings whose refused pushes are to be retried.
+  std::vector<Listing> listings_ CLAIRFS_GUARDED_BY(mu_);
   std::atomic<bool> wants_room_{false};  // the last plan stopped for want of room
 
   std::vector<std::jthread> threads_;
