@@ -5,8 +5,9 @@
 # second run installs nothing and rebuilds only what changed.
 #
 # clang and libclang-rt-14-dev (libFuzzer's runtime, only recommended by clang,
-# which --no-install-recommends skips) are for scripts/fuzz.sh; the build
-# itself uses GCC.
+# which --no-install-recommends skips) are for scripts/fuzz.sh and the
+# thread-safety analysis (scripts/check_threads.sh), clang-format for
+# scripts/check_format.sh; the build itself uses GCC.
 #
 # Environment: BUILD_DIR (default build), BUILD_TYPE (default RelWithDebInfo),
 # CLAIRFS_SKIP_APT=1 to skip the package check (offline machines),
@@ -23,7 +24,7 @@ packages=(
   mpich libmpich-dev
   libzstd-dev zstd libxxhash-dev
   libyaml-cpp-dev catch2
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format
   slurmctld slurmd slurm-client munge
   python3 python3-numpy python3-torch python3-torchvision python3-pil
   python3-venv python3-dev
