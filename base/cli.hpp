@@ -1,0 +1,44 @@
+// The one front of every binary's command line: each builds a CLI::App
+// (CLI11) with its options and parses through here, so all of them report a
+// usage error the same way and exit with the same codes:
+//   usage error: "PROG: <message>" (each line of a multi-line message
+//                prefixed) and "Try 'PROG --help'." on stderr, exit 2;
+//   -h/--help:   the binary's own usage text on stdout, exit 0.
+// Values are bound as text and checked by the binary, which names the option
+// in its own errors; CLI11 itself reports unknown options, missing values,
+// wrong counts of positionals and malformed numbers. Single-thread.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.hpp"
+
+namespace clairfs::cli {
+
+inline constexpr int kUsageExit = 2;
+
+// Prints `message` as a usage error of `prog` (see above); returns 2.
+int UsageError(std::string_view prog, std::string_view message);
+
+// Parses `args` (argv without argv[0]) into `app`. OK and *help = true on
+// -h/--help (nothing else is checked then); InvalidArgument with CLI11's
+// message on a usage error.
+Status Parse(CLI::App& app, std::vector<std::string> args, bool* help);
+
+// The whole front of a main: nullopt to go on; otherwise the exit code after
+// printing the help text (0) or the error (2).
+std::optional<int> ParseMain(CLI::App& app, int argc, char** argv, std::string_view prog,
+                             std::string_view help);
+
+// Adds an option whose value is a decimal integer >= 0 (no sign, no octal
+// or hex as CLI11's own conversion would take) into *out; anything else is a
+// usage error "NAME wants a non-negative integer, got 'TEXT'".
+CLI::Option* AddU64(CLI::App& app, const std::string& name, uint64_t* out);
+
+}  // namespace clairfs::cli
