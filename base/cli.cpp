@@ -58,4 +58,44 @@ CLI::Option* AddU64(CLI::App& app, const std::string& name, uint64_t* out) {
   });
 }
 
+namespace {
+// What CLI11 records for an AddValue option given without a value; no
+// command line can hold it.
+const std::string kNoValue("\x01(no value)");
+}  // namespace
+
+CLI::Option* AddValue(CLI::App& app, const std::string& name) {
+  return app.add_option(name)
+      ->expected(0, 1)
+      ->default_str(kNoValue)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+bool HasValue(const CLI::Option& option) {
+  const std::vector<std::string>& results = option.results();
+  return !results.empty() && results.back() != kNoValue;
+}
+
+std::string Value(const CLI::Option& option) {
+  const std::vector<std::string>& results = option.results();
+  return results.empty() || results.back() == kNoValue ? "" : results.back();
+}
+
+std::vector<std::string> ValueProblems(const CLI::App& app) {
+  std::vector<std::string> problems;
+  for (const CLI::Option* option : app.get_options()) {
+    if (option->get_default_str() != kNoValue || option->count() == 0) continue;
+    const std::vector<std::string>& results = option->results();
+    const std::string name = option->get_name();
+    for (const std::string& r : results) {
+      if (r == kNoValue) {
+        problems.push_back(name + " needs a value");
+        break;
+      }
+    }
+    if (results.size() > 1) problems.push_back(name + " given twice");
+  }
+  return problems;
+}
+
 }  // namespace clairfs::cli

@@ -6,7 +6,8 @@
 //   -h/--help:   the binary's own usage text on stdout, exit 0.
 // Values are bound as text and checked by the binary, which names the option
 // in its own errors; CLI11 itself reports unknown options, missing values,
-// wrong counts of positionals and malformed numbers. Single-thread.
+// wrong counts of positionals and malformed numbers, and stops at the first
+// (unless the binary collects them, with AddValue below). Single-thread.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -40,5 +41,19 @@ std::optional<int> ParseMain(CLI::App& app, int argc, char** argv, std::string_v
 // or hex as CLI11's own conversion would take) into *out; anything else is a
 // usage error "NAME wants a non-negative integer, got 'TEXT'".
 CLI::Option* AddU64(CLI::App& app, const std::string& name, uint64_t* out);
+
+// For the binaries that report every problem of a command line at once
+// (clairfs-order, clairfsd): an option taking one value as text that never
+// stops the parse. Given without a value or more than once, it is reported
+// by ValueProblems together with the binary's own errors instead of by CLI11
+// alone. Read it with Value().
+CLI::Option* AddValue(CLI::App& app, const std::string& name);
+// Whether an AddValue option was given with a value, and that value ("" when
+// it was not).
+bool HasValue(const CLI::Option& option);
+std::string Value(const CLI::Option& option);
+// After Parse: "NAME needs a value" / "NAME given twice" for each AddValue
+// option of `app` so used.
+std::vector<std::string> ValueProblems(const CLI::App& app);
 
 }  // namespace clairfs::cli
