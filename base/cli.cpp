@@ -65,10 +65,8 @@ const std::string kNoValue("\x01(no value)");
 }  // namespace
 
 CLI::Option* AddValue(CLI::App& app, const std::string& name) {
-  return app.add_option(name)
-      ->expected(0, 1)
-      ->default_str(kNoValue)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  return app.add_option(name)->expected(0, 1)->default_str(kNoValue)->multi_option_policy(
+      CLI::MultiOptionPolicy::TakeAll);
 }
 
 bool HasValue(const CLI::Option& option) {

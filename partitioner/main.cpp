@@ -35,7 +35,9 @@ constexpr char kUsage[] =
     "\n"
     "Exit status: 0 success, 1 failure or differences found, 2 usage error.\n";
 
-int UsageError(const std::string& msg) { return clairfs::cli::UsageError("clairfs-partition", msg); }
+int UsageError(const std::string& msg) {
+  return clairfs::cli::UsageError("clairfs-partition", msg);
+}
 
 int Fail(const clairfs::Status& st) {
   std::fprintf(stderr, "clairfs-partition: %s\n", st.ToString().c_str());

@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
   fs::Config& config = cl->config;
   const auto start_wait = std::chrono::milliseconds(config.start_timeout_ms);
   if (config.prefetch_sampler != "none") {
-    // The sampler's settings, through clairfs-order's parser: a malformed one
+    // The sampler's settings, through the table clairfs-order reads too: a malformed one
     // is a configuration error like any other.
     if (auto spec = fs::OrderSpecFromConfig(config); !spec.ok()) {
       PrintConfigErrors(spec.status().message());

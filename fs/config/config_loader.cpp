@@ -37,8 +37,8 @@ std::string Join(const std::vector<std::string>& lines) {
 // The arguments CLI11 left over: keys outside the table ("--prefetch-seed 5",
 // "--bogus=1"), as (key, value) in the order given; a stray word or a key
 // without a value is an error.
-std::vector<std::pair<std::string, std::string>> LeftoverKeys(
-    const std::vector<std::string>& rest, std::vector<std::string>* errors) {
+std::vector<std::pair<std::string, std::string>> LeftoverKeys(const std::vector<std::string>& rest,
+                                                              std::vector<std::string>* errors) {
   std::vector<std::pair<std::string, std::string>> keys;
   for (size_t i = 0; i < rest.size(); ++i) {
     const std::string& a = rest[i];

@@ -39,8 +39,8 @@ Result<OrderFlags> ParseFlags(const std::vector<std::string>& args) {
   auto u64 = [&](const char* flag, const CLI::Option* option, uint64_t min, uint64_t* out) {
     const std::string text = cli::Value(*option);
     if (!ParseU64Text(text, *out) || *out < min) {
-      errors.push_back(std::string(flag) + ": '" + text + "' is not an integer >= " +
-                       std::to_string(min));
+      errors.push_back(std::string(flag) + ": '" + text +
+                       "' is not an integer >= " + std::to_string(min));
     }
   };
   GivenSettings settings;
@@ -58,7 +58,8 @@ Result<OrderFlags> ParseFlags(const std::vector<std::string>& args) {
   const SamplerKind kind = f.spec.kind;
   f.root = cli::Value(*root);
   f.listing = cli::Value(*listing);
-  if (cli::HasValue(*root) && cli::HasValue(*listing)) errors.push_back("give --root or --listing, not both");
+  if (cli::HasValue(*root) && cli::HasValue(*listing))
+    errors.push_back("give --root or --listing, not both");
   if (kind != SamplerKind::kOrderFile && !cli::HasValue(*root) && !cli::HasValue(*listing)) {
     errors.push_back("--root DIR or --listing FILE is required");
   }

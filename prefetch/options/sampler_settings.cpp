@@ -12,7 +12,9 @@ namespace {
 
 using K = SamplerKind;
 
-bool Torch(K k) { return k == K::kTorchDistributed || k == K::kTorchRandom || k == K::kTorchSequential; }
+bool Torch(K k) {
+  return k == K::kTorchDistributed || k == K::kTorchRandom || k == K::kTorchSequential;
+}
 bool Distributed(K k) { return k == K::kTorchDistributed; }
 bool Random(K k) { return k == K::kTorchRandom; }
 
@@ -118,8 +120,10 @@ std::vector<SamplerSetting> CommonRows() {
       {"sampler", false, "the sampler (default torch-distributed)", [](K) { return true; },
        SetSampler},
       {"seed", false, "the sampler's or shuffle's seed",
-       [](K k) { return k == K::kTorchDistributed || k == K::kKeras || k == K::kTfListFiles ||
-                        k == K::kKerasFlow; },
+       [](K k) {
+         return k == K::kTorchDistributed || k == K::kKeras || k == K::kTfListFiles ||
+                k == K::kKerasFlow;
+       },
        SetSeed},
       {"drop-last", true, "DistributedSampler drop_last=True", Distributed,
        [](SettingContext& ctx, const std::string&) { ctx.spec().distributed.drop_last = true; }},
@@ -128,8 +132,10 @@ std::vector<SamplerSetting> CommonRows() {
          ctx.spec().distributed.set_epoch_called = false;
        }},
       {"no-shuffle", true, "shuffle=False",
-       [](K k) { return k == K::kTorchDistributed || k == K::kKeras || k == K::kTfListFiles ||
-                        k == K::kKerasFlow; },
+       [](K k) {
+         return k == K::kTorchDistributed || k == K::kKeras || k == K::kTfListFiles ||
+                k == K::kKerasFlow;
+       },
        [](SettingContext& ctx, const std::string&) {
          ctx.spec().distributed.shuffle = ctx.spec().keras.shuffle = false;
          ctx.spec().keras_flow.shuffle = false;
@@ -188,12 +194,11 @@ void CheckCommon(SettingContext& ctx) {
     ctx.Error(ctx.Name("seed") +
               " is required for keras: without one Keras picks a random seed "
               "(np.random.randint(1e6)); pass seed=S to image_dataset_from_directory "
-              "(or give " + ctx.Name("numpy-seed") +
-              " G after keras.utils.set_random_seed(G))");
+              "(or give " +
+              ctx.Name("numpy-seed") + " G after keras.utils.set_random_seed(G))");
   }
   if (kind == K::kOrderFile && !ctx.Has("order-file")) {
-    ctx.Error(ctx.Name("order-file") + " F is required for " + ctx.Name("sampler") +
-              " order-file");
+    ctx.Error(ctx.Name("order-file") + " F is required for " + ctx.Name("sampler") + " order-file");
   }
 }
 

@@ -1,7 +1,7 @@
 // The tf.data settings: --sampler tf-list-files, and the tf.data part of
 // --sampler keras (Keras >= 3.3 shuffles its paths through tf.data).
-#include "prefetch/rng/numpy_random.hpp"
 #include "prefetch/options/sampler_settings_rows.hpp"
+#include "prefetch/rng/numpy_random.hpp"
 
 namespace clairfs::prefetch {
 
@@ -70,8 +70,7 @@ std::vector<SamplerSetting> TfSettingRows() {
            ctx.Error(ctx.Name("global-seed") + ": '" + v + "' is not a 64-bit signed integer");
          }
        }},
-      {"op-seed-draw", false, "which draw of the global seed's counter is the op seed",
-       ListFiles,
+      {"op-seed-draw", false, "which draw of the global seed's counter is the op seed", ListFiles,
        [](SettingContext& ctx, const std::string& v) {
          ctx.U64("op-seed-draw", v, 0, &ctx.spec().tf.seed.op_seed_draw);
        }},

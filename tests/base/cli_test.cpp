@@ -1,9 +1,9 @@
 // base/cli: the command-line front every binary shares - values in both
 // spellings, repeated options, positionals anywhere, and usage errors that
 // name the option.
-#include <catch2/catch.hpp>
-
 #include "base/cli.hpp"
+
+#include <catch2/catch.hpp>
 
 namespace clairfs::cli {
 namespace {
@@ -21,8 +21,8 @@ TEST_CASE("options, repeats, flags and positionals", "[cli]") {
   app.add_option("SRC", src)->required();
   app.add_option("OUT", out)->required();
   bool help = true;
-  REQUIRE(Parse(app, {"src", "--partitions", "8", "--broadcast=a", "out", "--broadcast", "b",
-                      "--force"},
+  REQUIRE(Parse(app,
+                {"src", "--partitions", "8", "--broadcast=a", "out", "--broadcast", "b", "--force"},
                 &help)
               .ok());
   CHECK_FALSE(help);

@@ -1,6 +1,6 @@
 // The prefetch keys of the daemon's config: parsing, defaults, the checks
 // that concern several keys, and that the sampler's settings go through the
-// same parser as clairfs-order's options (same samplers, same values, same
+// same table as clairfs-order's options (same samplers, same values, same
 // orders).
 #include <catch2/catch.hpp>
 
