@@ -4,10 +4,10 @@
 //   usage error: "PROG: <message>" (each line of a multi-line message
 //                prefixed) and "Try 'PROG --help'." on stderr, exit 2;
 //   -h/--help:   the binary's own usage text on stdout, exit 0.
-// Values are bound as text and checked by the binary, which names the option
-// in its own errors; CLI11 itself reports unknown options, missing values,
-// wrong counts of positionals and malformed numbers, and stops at the first
-// (unless the binary collects them, with AddValue below). Single-thread.
+// CLI11 reports unknown options, missing values, wrong counts of positionals
+// and malformed numbers, and stops at the first; a binary that reports every
+// problem at once binds its values with AddValue below and checks them
+// itself. Integers go through AddU64 (decimal only). Single-thread.
 #pragma once
 
 #include <CLI/CLI.hpp>

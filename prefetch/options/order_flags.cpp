@@ -52,7 +52,6 @@ Result<OrderFlags> ParseFlags(const std::vector<std::string>& args) {
   }
   settings.rank_given = cli::HasValue(*rank);
   if (settings.rank_given) u64("--rank", rank, 0, &f.rank);
-  settings.rank = f.rank;
   BuildOrderSpec(settings, &f.spec, &f.rank, &errors);
 
   const SamplerKind kind = f.spec.kind;

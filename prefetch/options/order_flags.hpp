@@ -3,11 +3,11 @@
 // the tool's own: the dataset to list and what to print. Parsed by CLI11
 // through base/cli into an OrderSpec and the output choices.
 //
-// ParseFlags reports a malformed command line (an unknown option, a missing
-// value) alone, as CLI11 finds it; otherwise it collects every problem (a
-// malformed value, a setting the chosen sampler does not use, a rank outside
-// the world size, a missing dataset) and reports them together in one
-// InvalidArgument naming the flags. Pure; thread-safe.
+// ParseFlags collects every problem (an unknown argument, a missing or
+// malformed value, a flag given twice, a setting the chosen sampler does not
+// use, a rank outside the world size, a missing dataset) and reports them
+// together in one InvalidArgument naming the flags. -h/--help sets `help`
+// and checks nothing else. Pure; thread-safe.
 #pragma once
 
 #include <cstdint>

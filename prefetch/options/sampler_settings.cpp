@@ -227,8 +227,8 @@ bool ParseI64Text(const std::string& s, int64_t& out) {
   return !s.empty() && ec == std::errc() && p == s.data() + s.size();
 }
 
-std::string SettingContext::Name(std::string_view setting) const {
-  if (given_.names == SettingNames::kFlags) return "--" + std::string(setting);
+std::string SettingName(std::string_view setting, SettingNames names) {
+  if (names == SettingNames::kFlags) return "--" + std::string(setting);
   // The daemon's key: a --no-X switch is the key X (prefetch_shuffle: false).
   std::string name(setting);
   const SamplerSetting* row = FindSamplerSetting(name);
@@ -270,16 +270,10 @@ const SamplerSetting* FindSamplerSetting(std::string_view name) {
 }
 
 std::string SamplerSettingsHelp(SettingNames names, const std::vector<std::string>& except) {
-  GivenSettings given;
-  given.names = names;
-  OrderSpec spec;
-  uint64_t rank = 0;
-  std::vector<std::string> errors;
-  const SettingContext ctx(given, &spec, &rank, &errors);
   std::string out;
   for (const SamplerSetting& s : SamplerSettingTable()) {
     if (std::find(except.begin(), except.end(), s.name) != except.end()) continue;
-    std::string line = "  " + ctx.Name(s.name);
+    std::string line = "  " + SettingName(s.name, names);
     if (s.is_switch && names == SettingNames::kKeys) {
       line += std::string(s.name).rfind("no-", 0) == 0 ? ": false" : ": true";
     }

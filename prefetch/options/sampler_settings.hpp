@@ -32,13 +32,16 @@ enum class SettingNames {
   kKeys,   // the daemon: prefetch_seed, prefetch_shuffle
 };
 
+// The caller's name of a setting: "--seed" or "prefetch_seed" (and
+// "prefetch_shuffle" for "no-shuffle").
+std::string SettingName(std::string_view setting, SettingNames names);
+
 // The settings one caller gave, by table name ("seed", "no-shuffle"); a
-// switch is present only when on (its value is ignored). `rank` and
-// `rank_given` are clairfs-order's --rank (the daemon has none).
+// switch is present only when on (its value is ignored). `rank_given`:
+// clairfs-order's --rank was given (the daemon has none).
 struct GivenSettings {
   SettingNames names = SettingNames::kFlags;
   std::map<std::string, std::string> values;
-  uint64_t rank = 0;
   bool rank_given = false;
   // The job's training ranks and batch size, when the caller has them as
   // settings of its own (the daemon's prefetch_world_size and
@@ -60,8 +63,7 @@ class SettingContext {
   uint64_t& rank() { return rank_; }
   bool rank_given() const { return given_.rank_given; }
   SamplerKind kind() const { return spec_.kind; }
-  // The caller's name of a setting: "--seed" or "prefetch_seed".
-  std::string Name(std::string_view setting) const;
+  std::string Name(std::string_view setting) const { return SettingName(setting, given_.names); }
   // The value given for `setting`, or nullptr.
   const std::string* Value(std::string_view setting) const;
   bool Has(std::string_view setting) const { return Value(setting) != nullptr; }
