@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "base/cli.hpp"
 #include "base/size.hpp"
 #include "partitioner/format/manifest.hpp"
-#include "base/args.hpp"
 #include "partitioner/pack/inspect.hpp"
 #include "partitioner/pack/packer.hpp"
 #include "partitioner/pack/progress.hpp"
@@ -18,7 +18,7 @@
 
 namespace {
 
-using clairfs::pack::Args;
+using clairfs::cli::AddU64;
 
 constexpr char kUsage[] =
     "usage:\n"
@@ -36,9 +36,7 @@ constexpr char kUsage[] =
     "Exit status: 0 success, 1 failure or differences found, 2 usage error.\n";
 
 int UsageError(const std::string& msg) {
-  std::fprintf(stderr, "clairfs-partition: %s\n(run 'clairfs-partition --help' for usage)\n",
-               msg.c_str());
-  return 2;
+  return clairfs::cli::UsageError("clairfs-partition", msg);
 }
 
 int Fail(const clairfs::Status& st) {
@@ -46,49 +44,82 @@ int Fail(const clairfs::Status& st) {
   return 1;
 }
 
-int RunPack(Args& a) {
+// Each command's options, bound by main's parser and checked by its Run.
+struct PackArgs {
   clairfs::pack::PackOptions o;
   std::string compress = "zstd";
   uint64_t partitions = 0, replicas = 1, threads = 0, frame = o.frame_size;
-  bool threads_given = false;
   double min_saving_pct = o.min_saving * 100;
-  a.Value("--partitions", &partitions);
-  a.Value("--replicas", &replicas);
-  a.Value("--compress", &compress);
-  a.Value("--placement", &o.placement);
-  a.Repeated("--broadcast", &o.broadcast);
-  threads_given = a.Value("--threads", &threads);
-  a.Value("--frame-size", &frame);
-  a.Value("--min-saving", &min_saving_pct);
   std::string memory;
-  const bool memory_given = a.Value("--memory", &memory);
-  o.force = a.Flag("--force");
   std::string links = "refuse";
-  a.Value("--external-links", &links);
-  if (!a.Positionals(2, &o.src, &o.out)) return UsageError(a.error());
-  if (!a.error().empty()) return UsageError(a.error());
-  if (partitions == 0) return UsageError("--partitions P is required (P >= 1)");
-  for (auto [name, v] : {std::pair{"--partitions", partitions}, {"--replicas", replicas},
-                         {"--frame-size", frame}, {"--threads", threads}}) {
+  CLI::Option* threads_given = nullptr;
+  CLI::Option* memory_given = nullptr;
+
+  void AddTo(CLI::App& app) {
+    app.add_option("SRC", o.src)->required();
+    app.add_option("OUT", o.out)->required();
+    AddU64(app, "--partitions", &partitions);
+    AddU64(app, "--replicas", &replicas);
+    app.add_option("--compress", compress);
+    app.add_option("--placement", o.placement);
+    app.add_option("--broadcast", o.broadcast)->allow_extra_args(false);
+    threads_given = AddU64(app, "--threads", &threads);
+    AddU64(app, "--frame-size", &frame);
+    app.add_option("--min-saving", min_saving_pct);
+    memory_given = app.add_option("--memory", memory);
+    app.add_flag("--force", o.force);
+    app.add_option("--external-links", links);
+  }
+};
+
+struct VerifyArgs {
+  clairfs::pack::VerifyOptions o;
+  uint64_t threads = 0;
+  std::string links = "refuse";
+  CLI::Option* threads_given = nullptr;
+
+  void AddTo(CLI::App& app) {
+    app.add_option("OUT", o.out)->required();
+    app.add_option("SRC", o.src)->required();
+    threads_given = AddU64(app, "--threads", &threads);
+    app.add_option("--external-links", links);
+  }
+};
+
+struct InspectArgs {
+  std::string out;
+  bool json = false;
+
+  void AddTo(CLI::App& app) {
+    app.add_option("OUT", out)->required();
+    app.add_flag("--json", json);
+  }
+};
+
+int RunPack(PackArgs& a) {
+  clairfs::pack::PackOptions& o = a.o;
+  if (a.partitions == 0) return UsageError("--partitions P is required (P >= 1)");
+  for (auto [name, v] : {std::pair{"--partitions", a.partitions}, {"--replicas", a.replicas},
+                         {"--frame-size", a.frame}, {"--threads", a.threads}}) {
     if (v > UINT32_MAX) return UsageError(std::string(name) + " " + std::to_string(v) + " is out of range");
   }
-  if (threads_given && threads == 0) return UsageError("--threads 0: give at least 1 (or leave it out: two per core)");
-  if (memory_given && !clairfs::ParseSize(memory, &o.memory)) {
-    return UsageError("--memory wants a size such as 512M or 4G, got '" + memory + "'");
+  if (*a.threads_given && a.threads == 0) return UsageError("--threads 0: give at least 1 (or leave it out: two per core)");
+  if (*a.memory_given && !clairfs::ParseSize(a.memory, &o.memory)) {
+    return UsageError("--memory wants a size such as 512M or 4G, got '" + a.memory + "'");
   }
-  if (min_saving_pct < 0 || min_saving_pct >= 100) {
+  if (a.min_saving_pct < 0 || a.min_saving_pct >= 100) {
     return UsageError("--min-saving must be a percentage in [0, 100)");
   }
-  auto level = clairfs::pack::ParseCompression(compress);
+  auto level = clairfs::pack::ParseCompression(a.compress);
   if (!level.ok()) return UsageError(level.status().message());
-  auto external = clairfs::pack::ParseExternalLinks(links);
+  auto external = clairfs::pack::ParseExternalLinks(a.links);
   if (!external.ok()) return UsageError(external.status().message());
   o.external_links = *external;
-  o.partitions = static_cast<uint32_t>(partitions);
-  o.replicas = static_cast<uint32_t>(replicas);
-  o.threads = static_cast<unsigned>(threads);
-  o.frame_size = static_cast<uint32_t>(frame);
-  o.min_saving = min_saving_pct / 100;
+  o.partitions = static_cast<uint32_t>(a.partitions);
+  o.replicas = static_cast<uint32_t>(a.replicas);
+  o.threads = static_cast<unsigned>(a.threads);
+  o.frame_size = static_cast<uint32_t>(a.frame);
+  o.min_saving = a.min_saving_pct / 100;
   o.zstd_level = *level;
   o.progress = true;
   if (auto st = clairfs::pack::ValidatePackOptions(o); !st.ok()) return UsageError(st.message());
@@ -108,22 +139,16 @@ int RunPack(Args& a) {
   return 0;
 }
 
-int RunVerify(Args& a) {
-  clairfs::pack::VerifyOptions o;
-  uint64_t threads = 0;
-  std::string links = "refuse";
-  const bool threads_given = a.Value("--threads", &threads);
-  a.Value("--external-links", &links);
-  if (!a.Positionals(2, &o.out, &o.src)) return UsageError(a.error());
-  if (!a.error().empty()) return UsageError(a.error());
-  if (threads_given && (threads == 0 || threads > clairfs::pack::kMaxThreads)) {
-    return UsageError("--threads " + std::to_string(threads) + " is out of range (1.." +
+int RunVerify(VerifyArgs& a) {
+  clairfs::pack::VerifyOptions& o = a.o;
+  if (*a.threads_given && (a.threads == 0 || a.threads > clairfs::pack::kMaxThreads)) {
+    return UsageError("--threads " + std::to_string(a.threads) + " is out of range (1.." +
                       std::to_string(clairfs::pack::kMaxThreads) + ")");
   }
-  auto external = clairfs::pack::ParseExternalLinks(links);
+  auto external = clairfs::pack::ParseExternalLinks(a.links);
   if (!external.ok()) return UsageError(external.status().message());
   o.external_links = *external;
-  o.threads = static_cast<unsigned>(threads);
+  o.threads = static_cast<unsigned>(a.threads);
   o.progress = true;
   auto r = clairfs::pack::Verify(o);
   if (!r.ok()) return Fail(r.status());
@@ -137,11 +162,9 @@ int RunVerify(Args& a) {
   return r->differences.empty() ? 0 : 1;
 }
 
-int RunInspect(Args& a) {
-  std::string out;
-  const bool json = a.Flag("--json");
-  if (!a.Positionals(1, &out)) return UsageError(a.error());
-  if (!a.error().empty()) return UsageError(a.error());
+int RunInspect(const InspectArgs& a) {
+  const std::string& out = a.out;
+  const bool json = a.json;
   auto m = clairfs::format::Manifest::Load(out);
   if (!m.ok()) return Fail(m.status());
   std::fputs(clairfs::pack::InspectReport(**m, out, json).c_str(), stdout);
@@ -156,15 +179,27 @@ int main(int argc, char** argv) {
   // then keeps such buffers in every thread's heap, so the memory of files
   // packed one after another by different threads would add up past --memory.
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
-  if (argc < 2) return UsageError("no command given");
-  const std::string cmd = argv[1];
-  if (cmd == "-h" || cmd == "--help" || cmd == "help") {
+  CLI::App app("clairfs-partition", "clairfs-partition");
+  PackArgs pack;
+  VerifyArgs verify;
+  InspectArgs inspect;
+  CLI::App* pack_cmd = app.add_subcommand("pack");
+  CLI::App* verify_cmd = app.add_subcommand("verify");
+  CLI::App* inspect_cmd = app.add_subcommand("inspect");
+  CLI::App* help_cmd = app.add_subcommand("help");
+  pack.AddTo(*pack_cmd);
+  verify.AddTo(*verify_cmd);
+  inspect.AddTo(*inspect_cmd);
+  app.require_subcommand(0, 1);
+  if (auto done = clairfs::cli::ParseMain(app, argc, argv, "clairfs-partition", kUsage)) {
+    return *done;
+  }
+  if (*help_cmd) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  Args args(argc - 2, argv + 2);
-  if (cmd == "pack") return RunPack(args);
-  if (cmd == "verify") return RunVerify(args);
-  if (cmd == "inspect") return RunInspect(args);
-  return UsageError("unknown command '" + cmd + "'");
+  if (*pack_cmd) return RunPack(pack);
+  if (*verify_cmd) return RunVerify(verify);
+  if (*inspect_cmd) return RunInspect(inspect);
+  return UsageError("no command given");
 }

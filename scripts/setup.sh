@@ -23,7 +23,7 @@ packages=(
   libfuse3-dev fuse3
   mpich libmpich-dev
   libzstd-dev zstd libxxhash-dev
-  libyaml-cpp-dev catch2
+  libyaml-cpp-dev catch2 libcli11-dev
   clang libclang-rt-14-dev clang-format
   slurmctld slurmd slurm-client munge
   python3 python3-numpy python3-torch python3-torchvision python3-pil

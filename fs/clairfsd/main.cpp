@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cli.hpp"
 #include "base/json.hpp"
 #include "base/log.hpp"
 #include "fs/cache/cache_policy.hpp"
@@ -25,6 +26,7 @@
 #include "fs/engine/open_watcher.hpp"
 #include "fs/engine/prefetch_engine.hpp"
 #include "fs/clairfsd/prefetch_setup.hpp"
+#include "prefetch/options/sampler_settings.hpp"
 #include "fs/store/pack_readahead.hpp"
 #include "fs/store/payload_source.hpp"
 #include "fs/vfs/vfs.hpp"
@@ -60,15 +62,15 @@ clairfs::Status ExpandSetting(const char* name, std::string* path, const fs::Clu
 }
 
 void PrintConfigErrors(const std::string& msg) {
-  std::fprintf(stderr, "clairfsd: configuration errors:\n");
+  std::string lines = "configuration errors:";
   size_t pos = 0;
   while (pos <= msg.size()) {
     size_t nl = msg.find('\n', pos);
     if (nl == std::string::npos) nl = msg.size();
-    std::fprintf(stderr, "clairfsd:   %s\n", msg.substr(pos, nl - pos).c_str());
+    lines += "\n  " + msg.substr(pos, nl - pos);
     pos = nl + 1;
   }
-  std::fprintf(stderr, "clairfsd: see clairfsd --help\n");
+  clairfs::cli::UsageError("clairfsd", lines);
 }
 
 }  // namespace
@@ -101,12 +103,20 @@ int main(int argc, char** argv) {
   }
   if (cl->help) {
     std::fputs(fs::Usage().c_str(), stdout);
+    std::fputs("The sampler's own settings, keys of the YAML config too (clairfs-order --help\n"
+               "has them as its options, in detail):\n",
+               stdout);
+    // prefetch_sampler, prefetch_world_size and prefetch_batch_size are listed above.
+    std::fputs(clairfs::prefetch::SamplerSettingsHelp(clairfs::prefetch::SettingNames::kKeys,
+                                                      {"sampler", "world-size", "batch-size"})
+                   .c_str(),
+               stdout);
     return 0;
   }
   fs::Config& config = cl->config;
   const auto start_wait = config.cluster.start_timeout;
   if (config.prefetch_sampler != "none") {
-    // The sampler's settings, through clairfs-order's parser: a malformed one
+    // The sampler's settings, through the table clairfs-order reads too: a malformed one
     // is a configuration error like any other.
     if (auto spec = fs::OrderSpecFromConfig(config); !spec.ok()) {
       PrintConfigErrors(spec.status().message());

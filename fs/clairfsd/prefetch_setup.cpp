@@ -1,44 +1,13 @@
 #include "fs/clairfsd/prefetch_setup.hpp"
 
-#include <cctype>
 #include <string>
 
-#include "prefetch/options/order_flags.hpp"
+#include "prefetch/options/sampler_settings.hpp"
 
 namespace clairfs::fs {
 namespace {
 
 namespace pf = clairfs::prefetch;
-
-// "--keras-version" -> "prefetch_keras_version"; "--no-shuffle" -> "prefetch_shuffle".
-std::string KeyOf(std::string flag) {
-  flag = flag.substr(2);
-  if (flag.rfind("no-", 0) == 0 && pf::IsSamplerSwitch("--" + flag)) flag = flag.substr(3);
-  for (char& ch : flag) {
-    if (ch == '-') ch = '_';
-  }
-  return "prefetch_" + flag;
-}
-
-// The parser speaks of flags; the daemon's user wrote config keys.
-std::string InKeys(const std::string& message) {
-  std::string out;
-  for (size_t i = 0; i < message.size();) {
-    if (message.compare(i, 2, "--") == 0 && i + 2 < message.size() &&
-        std::isalpha(static_cast<unsigned char>(message[i + 2]))) {
-      size_t end = i + 2;
-      while (end < message.size() &&
-             (std::isalnum(static_cast<unsigned char>(message[end])) || message[end] == '-')) {
-        ++end;
-      }
-      out += KeyOf(message.substr(i, end - i));
-      i = end;
-    } else {
-      out += message[i++];
-    }
-  }
-  return out;
-}
 
 bool ParseSwitch(const std::string& v, bool* on) {
   if (v == "true" || v == "yes" || v == "on" || v == "1") return (*on = true);
@@ -49,56 +18,44 @@ bool ParseSwitch(const std::string& v, bool* on) {
 }  // namespace
 
 Result<pf::OrderSpec> OrderSpecFromConfig(const Config& c) {
-  std::vector<std::string> args = {"--sampler", c.prefetch_sampler};
+  pf::GivenSettings given;
+  given.names = pf::SettingNames::kKeys;
+  given.values["sampler"] = c.prefetch_sampler;
+  // The job's training processes are the DistributedSampler's replicas; a
+  // Keras or tf.data batch shapes its order.
+  given.job_world_size = c.prefetch_world_size;
+  given.job_batch_size = c.prefetch_batch_size;
   std::vector<std::string> errors;
-  bool world_given = false, batch_given = false;
-  for (const auto& [name, value] : c.prefetch_settings) {
-    std::string flag = "--" + name;
-    for (char& ch : flag) {
+  for (const auto& [key, value] : c.prefetch_settings) {
+    std::string name = key;
+    for (char& ch : name) {
       if (ch == '_') ch = '-';
     }
-    world_given |= flag == "--world-size";
-    batch_given |= flag == "--batch-size";
-    const std::string negated = "--no-" + flag.substr(2);
-    if (pf::IsSamplerSwitch(flag) || pf::IsSamplerSwitch(negated)) {
-      bool on = false;
-      if (!ParseSwitch(value, &on)) {
-        errors.push_back("prefetch_" + name + ": '" + value + "' is not true or false");
-      } else if (pf::IsSamplerSwitch(flag) && on) {
-        args.push_back(flag);
-      } else if (!pf::IsSamplerSwitch(flag) && !on) {
-        args.push_back(negated);
-      }
-    } else if (pf::IsSamplerValued(flag) && flag != "--sampler") {
-      args.push_back(flag);
-      args.push_back(value);
-    } else {
-      errors.push_back("prefetch_" + name + ": unknown key");
+    // A switch is true or false; the switch --no-X is also the key X, negated.
+    const pf::SamplerSetting* row = pf::FindSamplerSetting(name);
+    const pf::SamplerSetting* negated = row ? nullptr : pf::FindSamplerSetting("no-" + name);
+    if (negated && !negated->is_switch) negated = nullptr;
+    if ((!row && !negated) || name == "sampler") {
+      errors.push_back("prefetch_" + key + ": unknown key");
+    } else if (row && !row->is_switch) {
+      given.values[name] = value;
+    } else if (bool on = false; !ParseSwitch(value, &on)) {
+      errors.push_back("prefetch_" + key + ": '" + value + "' is not true or false");
+    } else if (row ? on : !on) {
+      given.values[row ? name : "no-" + name] = "";
     }
   }
-  // Keys the planner needs too: the job's training processes are the
-  // DistributedSampler's replicas; a Keras or tf.data batch shapes its order.
-  auto kind = pf::ParseSamplerKind(c.prefetch_sampler);
-  if (kind.ok() && *kind == pf::SamplerKind::kTorchDistributed && !world_given) {
-    args.insert(args.end(), {"--world-size", std::to_string(c.prefetch_world_size)});
-  }
-  if (kind.ok() && !batch_given &&
-      (*kind == pf::SamplerKind::kKeras || *kind == pf::SamplerKind::kKerasFlow ||
-       *kind == pf::SamplerKind::kTfListFiles)) {
-    args.insert(args.end(), {"--batch-size", std::to_string(c.prefetch_batch_size)});
-  }
-  auto flags = pf::ParseFlags(args, pf::FlagsFor::kDaemon);
-  if (!flags.ok()) errors.push_back(InKeys(flags.status().message()));
+  uint64_t rank = 0;
+  pf::OrderSpec spec;
+  pf::BuildOrderSpec(given, &spec, &rank, &errors);
   if (!errors.empty()) {
     std::string msg;
     for (const std::string& e : errors) msg += (msg.empty() ? "" : "\n") + e;
     return Status::InvalidArgument(msg);
   }
-  return flags->spec;
+  return spec;
 }
 
-namespace {
-}  // namespace
 
 Result<prefetch::Listing> ListingFromManifest(const format::Manifest& manifest, uint32_t root) {
   prefetch::Listing listing;

@@ -38,10 +38,13 @@ struct PrefetchJob {
   std::string first_missing;
 };
 
-// The sampler's settings of the config (prefetch_sampler and every
-// prefetch_<name> setting) through clairfs-order's own parser, so the daemon
-// and the tool accept exactly the same samplers and values. InvalidArgument
-// listing every problem, in config keys.
+// The sampler's settings of the config (prefetch_sampler, every
+// prefetch_<name> setting, and the job's prefetch_world_size and
+// prefetch_batch_size where the sampler takes them) set through the one table
+// of sampler settings that clairfs-order's options also use
+// (prefetch/options/sampler_settings.hpp), so the daemon and the tool accept
+// exactly the same samplers and values. InvalidArgument listing every
+// problem, in config keys.
 Result<prefetch::OrderSpec> OrderSpecFromConfig(const Config& config);
 
 // The files (and empty directories) under `root` of the manifest, relative to it.

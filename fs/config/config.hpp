@@ -63,12 +63,13 @@ struct Config {
   uint64_t prefetch_factor = 2;                 // DataLoader prefetch_factor
   // The sampler's own settings: every other `prefetch_<name>` key (a name of
   // letters, digits, '-' and '_'), kept as given (name without the prefix
-  // -> value, in the order first set). They
-  // are clairfs-order's options under another spelling - prefetch_seed is
-  // --seed, prefetch_keras_version --keras-version, a switch is true/false
-  // (prefetch_drop_last: true, prefetch_shuffle: false for --no-shuffle) - and
-  // are checked by the same parser (fs/clairfsd/prefetch_setup.hpp), which
-  // knows which apply to prefetch_sampler.
+  // -> value, in the order first set). They are the rows of clairfs-order's
+  // table of sampler settings (prefetch/options/sampler_settings.hpp) under
+  // another spelling - prefetch_seed is --seed, prefetch_keras_version
+  // --keras-version, a switch is true/false (prefetch_drop_last: true,
+  // prefetch_shuffle: false for --no-shuffle) - and are set through that table
+  // (fs/clairfsd/prefetch_setup.hpp), which knows which apply to
+  // prefetch_sampler.
   std::vector<std::pair<std::string, std::string>> prefetch_settings;
   PrefetchEngineOptions prefetch_engine;        // prefetch_threads, prefetch_wait_ms
   std::string prefetch_opens = "inotify";        // how the prefetcher sees opens: inotify or fuse

@@ -20,8 +20,10 @@ struct CommandLine {
   std::string config_file;  // --config, if any
 };
 
-// `args` excludes argv[0]. Options: --key value or --key=value for every key
-// of Config (dashes and underscores are the same), --config FILE, -h/--help.
+// `args` excludes argv[0]. Options, parsed by CLI11 (base/cli.hpp): --key
+// value or --key=value for every key of Config (dashes and underscores are
+// the same), --config FILE, -h/--help. A malformed command line (a key's
+// value missing) is reported alone; every other problem together.
 Result<CommandLine> LoadCommandLine(const std::vector<std::string>& args);
 
 // Applies the top-level mapping of a YAML document onto `config`, appending

@@ -1,12 +1,13 @@
-// The sampler settings as options - clairfs-order's command line, and the
-// daemon's prefetch_<option> keys turned into the same options
-// (fs/clairfsd/prefetch_setup.cpp) - parsed into an OrderSpec plus the tool's
-// output choices. One parser, so both accept exactly the same samplers and
-// values. The tf.data and Keras options live in order_flags_tf / _keras.
+// clairfs-order's command line: the sampler settings of the one table
+// (sampler_settings.hpp) as --NAME VALUE options and --NAME switches, plus
+// the tool's own: the dataset to list and what to print. Parsed by CLI11
+// through base/cli into an OrderSpec and the output choices.
 //
-// ParseFlags collects every problem (unknown flag, missing or malformed value,
-// a flag the chosen sampler does not use, a rank outside the world size) and
-// reports them together in one InvalidArgument. Pure; thread-safe.
+// ParseFlags collects every problem (an unknown argument, a missing or
+// malformed value, a flag given twice, a setting the chosen sampler does not
+// use, a rank outside the world size, a missing dataset) and reports them
+// together in one InvalidArgument naming the flags. -h/--help sets `help`
+// and checks nothing else. Pure; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -23,27 +24,16 @@ struct OrderFlags {
   prefetch::OrderSpec spec;
   std::string root;     // --root DIR (scan a real tree)
   std::string listing;  // --listing FILE (paths, trailing '/' = directory)
-  uint64_t rank = 0;    // --rank
+  uint64_t rank = 0;    // --rank (tf-list-files: or --shard-index)
   uint64_t epochs = 1;  // --epochs: print epochs 0 .. epochs-1
   bool epochs_given = false;
   std::optional<uint64_t> epoch;  // --epoch: print only this one
   bool print_indices = false;     // --indices: dataset indices instead of paths
   bool print_batches = false;     // --batches: keras-flow fit's candidates per epoch
-  bool help = false;
+  bool help = false;              // -h/--help: nothing else is checked
 };
 
-// Who parses: clairfs-order (a dataset to list, --root or --listing, and the
-// output flags) or the daemon (its mount is the dataset; only the sampler's
-// own settings are accepted, and no listing flag is required).
-enum class FlagsFor { kOrderTool, kDaemon };
-
-Result<OrderFlags> ParseFlags(const std::vector<std::string>& args,
-                              FlagsFor who = FlagsFor::kOrderTool);
-
-// Whether `flag` ("--seed") is one of the sampler settings, a switch or one
-// that takes a value (the daemon maps its prefetch_ keys onto these).
-bool IsSamplerSwitch(const std::string& flag);
-bool IsSamplerValued(const std::string& flag);
-
+// `args` excludes argv[0].
+Result<OrderFlags> ParseFlags(const std::vector<std::string>& args);
 
 }  // namespace clairfs::prefetch

@@ -5,11 +5,13 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <set>
 
 #include "prefetch/order/loader_workers.hpp"
 #include "prefetch/order/order_file.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "prefetch/options/order_flags.hpp"
+#include "prefetch/options/sampler_settings.hpp"
 
 namespace pf = clairfs::prefetch;
 using Paths = std::vector<std::string>;
@@ -139,4 +141,44 @@ TEST_CASE("clairfs-order flags report every problem at once", "[unit][prefetch]"
   CHECK_FALSE(Parse({"--sampler", "keras", "--root", "/d", "--seed", "4294967296"}).ok());
   CHECK_FALSE(Parse({"--sampler", "order-file"}).ok());
   CHECK_FALSE(Parse({"--seed", "1"}).ok());  // no dataset
+}
+
+TEST_CASE("one table of sampler settings, named as flags or as config keys",
+          "[unit][prefetch]") {
+  std::set<std::string> names;
+  for (const pf::SamplerSetting& s : pf::SamplerSettingTable()) {
+    INFO(s.name);
+    CHECK(names.insert(s.name).second);  // each setting once
+    CHECK(pf::FindSamplerSetting(s.name) == &s);
+  }
+  CHECK(std::string(pf::SamplerSettingTable().front().name) == "sampler");
+  // The same problem, in each caller's words.
+  for (auto [names_as, want] : {std::pair{pf::SettingNames::kFlags,
+                                          "--no-shuffle does not apply to --sampler torch-random"},
+                                {pf::SettingNames::kKeys,
+                                 "prefetch_shuffle does not apply to prefetch_sampler torch-random"}}) {
+    pf::GivenSettings given;
+    given.names = names_as;
+    given.values = {{"sampler", "torch-random"}, {"no-shuffle", ""}};
+    auto spec = pf::BuildOrderSpec(given);
+    REQUIRE_FALSE(spec.ok());
+    CHECK(spec.status().message() == want);
+  }
+  // The job's world size and batch size reach the samplers that take them,
+  // and only those; a setting given wins.
+  pf::GivenSettings job;
+  job.names = pf::SettingNames::kKeys;
+  job.job_world_size = 8;
+  job.job_batch_size = 4;
+  job.values = {{"sampler", "torch-distributed"}};
+  CHECK(pf::BuildOrderSpec(job)->distributed.num_replicas == 8);
+  job.values = {{"sampler", "torch-random"}};
+  CHECK(pf::BuildOrderSpec(job).ok());
+  job.values = {{"sampler", "keras-flow"}, {"seed", "1"}};
+  CHECK(pf::BuildOrderSpec(job)->keras_flow.batch_size == 4);
+  job.values = {{"sampler", "tf-list-files"}, {"seed", "1"}, {"glob", "*"}, {"batch-size", "2"}};
+  CHECK(pf::BuildOrderSpec(job)->tf.batch_size == 2);
+  const std::string help = pf::SamplerSettingsHelp(pf::SettingNames::kKeys, {"sampler"});
+  CHECK(help.find("prefetch_shuffle: false") != std::string::npos);
+  CHECK(help.find("prefetch_sampler") == std::string::npos);
 }

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/cli.hpp"
+#include "base/json.hpp"
 #include "tools/bench/bench.hpp"
 
 namespace {
@@ -21,58 +23,32 @@ const char kUsage[] =
     "  --metadata         stat + open + close only, no reads\n"
     "  --threads T [1]  --seed S [0]  --limit N [all]  --chunk BYTES [1048576]\n";
 
-int Usage(const std::string& why) {
-  std::fprintf(stderr, "clairfs-bench: %s\n%s", why.c_str(), kUsage);
-  return 2;
-}
-
-bool Number(const char* s, uint64_t* out) {
-  char* end = nullptr;
-  unsigned long long v = std::strtoull(s, &end, 10);
-  if (*s == '\0' || *end != '\0') return false;
-  *out = v;
-  return true;
-}
+int Usage(const std::string& why) { return clairfs::cli::UsageError("clairfs-bench", why); }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   clairfs::bench::BenchOptions o;
   std::string list, label = "bench", write_list;
-  bool walk = false, json = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&](uint64_t* out) { return i + 1 < argc && Number(argv[++i], out); };
-    uint64_t v = 0;
-    if (a == "--list" && i + 1 < argc) {
-      list = argv[++i];
-    } else if (a == "--root" && i + 1 < argc) {
-      o.root = argv[++i];
-    } else if (a == "--label" && i + 1 < argc) {
-      label = argv[++i];
-    } else if (a == "--write-list" && i + 1 < argc) {
-      write_list = argv[++i];
-    } else if (a == "--walk") {
-      walk = true;
-    } else if (a == "--json") {
-      json = true;
-    } else if (a == "--metadata") {
-      o.mode = clairfs::bench::Mode::kMetadata;
-    } else if (a == "--threads" && value(&v) && v >= 1 && v <= 1024) {
-      o.threads = static_cast<uint32_t>(v);
-    } else if (a == "--seed" && value(&v)) {
-      o.seed = v;
-    } else if (a == "--limit" && value(&v)) {
-      o.limit = v;
-    } else if (a == "--chunk" && value(&v) && v >= 1) {
-      o.chunk = v;
-    } else if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else {
-      return Usage("bad or incomplete option '" + a + "'");
-    }
-  }
+  bool walk = false, json = false, metadata = false;
+  uint64_t threads = o.threads;
+  CLI::App app("clairfs-bench", "clairfs-bench");
+  app.add_option("--list", list);
+  app.add_option("--root", o.root);
+  app.add_option("--label", label);
+  app.add_option("--write-list", write_list);
+  app.add_flag("--walk", walk);
+  app.add_flag("--json", json);
+  app.add_flag("--metadata", metadata);
+  clairfs::cli::AddU64(app, "--threads", &threads);
+  clairfs::cli::AddU64(app, "--seed", &o.seed);
+  clairfs::cli::AddU64(app, "--limit", &o.limit);
+  clairfs::cli::AddU64(app, "--chunk", &o.chunk);
+  if (auto done = clairfs::cli::ParseMain(app, argc, argv, "clairfs-bench", kUsage)) return *done;
+  if (threads < 1 || threads > 1024) return Usage("--threads must be in 1..1024");
+  if (o.chunk < 1) return Usage("--chunk must be at least 1");
+  o.threads = static_cast<uint32_t>(threads);
+  if (metadata) o.mode = clairfs::bench::Mode::kMetadata;
   if (walk == !list.empty()) return Usage("give exactly one of --list and --walk");
   if (walk && o.root.empty()) return Usage("--walk needs --root");
   std::vector<std::string> files;
@@ -96,11 +72,19 @@ int main(int argc, char** argv) {
   const double mbps = r.seconds > 0 ? static_cast<double>(r.bytes) / 1e6 / r.seconds : 0;
   const char* mode = o.mode == clairfs::bench::Mode::kRead ? "read" : "metadata";
   if (json) {
-    std::printf(
-        "{\"label\": \"%s\", \"mode\": \"%s\", \"threads\": %u, \"files\": %llu, \"bytes\": "
-        "%llu, \"errors\": %llu, \"seconds\": %.6f, \"files_per_s\": %.1f, \"mb_per_s\": %.1f}\n",
-        label.c_str(), mode, o.threads, (unsigned long long)r.files, (unsigned long long)r.bytes,
-        (unsigned long long)r.errors, r.seconds, fps, mbps);
+    clairfs::JsonWriter w;
+    w.BeginObject()
+        .String("label", label)
+        .String("mode", mode)
+        .Integer("threads", o.threads)
+        .Integer("files", r.files)
+        .Integer("bytes", r.bytes)
+        .Integer("errors", r.errors)
+        .Number("seconds", r.seconds)
+        .Number("files_per_s", fps)
+        .Number("mb_per_s", mbps)
+        .EndObject();
+    std::printf("%s\n", w.str().c_str());
   } else {
     std::printf(
         "%s %s threads=%u files=%llu bytes=%llu errors=%llu seconds=%.3f files/s=%.0f "

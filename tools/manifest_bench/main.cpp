@@ -15,12 +15,15 @@
 
 #include "partitioner/format/file_io.hpp"
 #include "partitioner/format/manifest.hpp"
-#include "base/args.hpp"
+#include "base/cli.hpp"
 
 namespace {
 
 using namespace clairfs;
 using Clock = std::chrono::steady_clock;
+
+constexpr char kUsage[] =
+    "usage: clairfs-manifest-bench [--files N] [--dirs D] [--dir TMP] [--repeat R]\n";
 
 double Seconds(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }
 
@@ -73,17 +76,17 @@ Result<std::vector<char>> Build(uint64_t files, uint64_t dirs) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  pack::Args a(argc - 1, argv + 1);
   uint64_t files = 1000000, dirs = 1000, repeat = 5;
   std::string dir = std::filesystem::temp_directory_path().string();
-  a.Value("--files", &files);
-  a.Value("--dirs", &dirs);
-  a.Value("--repeat", &repeat);
-  a.Value("--dir", &dir);
-  if (!a.Positionals(0) || !a.error().empty() || dirs == 0 || files < dirs || repeat == 0) {
-    std::fprintf(stderr, "usage: clairfs-manifest-bench [--files N] [--dirs D] [--dir TMP] [--repeat R]\n%s\n",
-                 a.error().c_str());
-    return 2;
+  CLI::App app("clairfs-manifest-bench", "clairfs-manifest-bench");
+  cli::AddU64(app, "--files", &files);
+  cli::AddU64(app, "--dirs", &dirs);
+  cli::AddU64(app, "--repeat", &repeat);
+  app.add_option("--dir", dir);
+  if (auto done = cli::ParseMain(app, argc, argv, "clairfs-manifest-bench", kUsage)) return *done;
+  if (dirs == 0 || files < dirs || repeat == 0) {
+    return cli::UsageError("clairfs-manifest-bench",
+                           "give --dirs >= 1, --files >= --dirs and --repeat >= 1");
   }
   auto t0 = Clock::now();
   auto bytes = Build(files, dirs);

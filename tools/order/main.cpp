@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cli.hpp"
 #include "prefetch/order/listing.hpp"
 #include "prefetch/options/read_order.hpp"
 #include "prefetch/options/order_flags.hpp"
@@ -63,11 +64,7 @@ int PrintBatches(const pf::KerasFlow& flow, const std::vector<uint64_t>& epochs)
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   Result<clairfs::prefetch::OrderFlags> parsed = clairfs::prefetch::ParseFlags(args);
-  if (!parsed.ok()) {
-    std::cerr << "clairfs-order: " << parsed.status().message()
-              << "\n(clairfs-order --help lists the options)\n";
-    return 2;
-  }
+  if (!parsed.ok()) return clairfs::cli::UsageError("clairfs-order", parsed.status().message());
   const clairfs::prefetch::OrderFlags& f = parsed.value();
   if (f.help) {
     std::cout << clairfs::tools::UsageText();

@@ -14,11 +14,12 @@
 #include <thread>
 #include <vector>
 
-#include "base/args.hpp"
+#include "base/cli.hpp"
 
 namespace {
 
 constexpr long kFuseSuperMagic = 0x65735546;
+constexpr char kUsage[] = "usage: clairfs-wait MNT... [--timeout SECONDS] [--quiet]\n";
 
 bool Ready(const std::string& mnt) {
   struct statfs sf;
@@ -32,28 +33,18 @@ bool Ready(const std::string& mnt) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  clairfs::pack::Args a(argc - 1, argv + 1);
   double timeout = 300;
-  a.Value("--timeout", &timeout);
-  const bool quiet = a.Flag("--quiet");
-  if (a.Flag("--help") || a.Flag("-h")) {
-    std::puts("usage: clairfs-wait MNT... [--timeout SECONDS] [--quiet]");
-    return 0;
-  }
+  bool quiet = false;
   std::vector<std::string> mounts;
-  std::string problem;
-  if (!a.Rest(&mounts) || !a.error().empty()) {
-    problem = a.error();
-  } else if (!(timeout >= 0)) {
-    problem = "--timeout must be a number of seconds >= 0";
-  } else if (mounts.empty()) {
-    problem = "no mount point given";
+  CLI::App app("clairfs-wait", "clairfs-wait");
+  app.add_option("MNT", mounts);
+  app.add_option("--timeout", timeout);
+  app.add_flag("--quiet", quiet);
+  if (auto done = clairfs::cli::ParseMain(app, argc, argv, "clairfs-wait", kUsage)) return *done;
+  if (!(timeout >= 0)) {
+    return clairfs::cli::UsageError("clairfs-wait", "--timeout must be a number of seconds >= 0");
   }
-  if (!problem.empty()) {
-    std::fprintf(stderr, "clairfs-wait: %s\nusage: clairfs-wait MNT... [--timeout SECONDS] [--quiet]\n",
-                 problem.c_str());
-    return 2;
-  }
+  if (mounts.empty()) return clairfs::cli::UsageError("clairfs-wait", "no mount point given");
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + std::chrono::duration<double>(timeout);
   std::vector<bool> ready(mounts.size(), false);

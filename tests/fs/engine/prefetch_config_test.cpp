@@ -1,6 +1,6 @@
 // The prefetch keys of the daemon's config: parsing, defaults, the checks
 // that concern several keys, and that the sampler's settings go through the
-// same parser as clairfs-order's options (same samplers, same values, same
+// same table as clairfs-order's options (same samplers, same values, same
 // orders).
 #include <catch2/catch.hpp>
 
@@ -83,6 +83,25 @@ TEST_CASE("bad prefetch values are rejected", "[prefetch_config]") {
         "prefetch_drop_last: 'sometimes' is not true or false");
   check({"--prefetch-sampler", "order-file"}, "prefetch_order_file");
   check({"--prefetch-sampler", "keras"}, "prefetch_seed is required");
+  check({"--prefetch-sampler", "torch-distributed", "--prefetch-sampler-kind", "x"},
+        "prefetch_sampler_kind: unknown key");
+}
+
+TEST_CASE("a --no-X switch is the key X: false, or the key no_X: true", "[prefetch_config]") {
+  for (auto args : {std::vector<std::string>{"--prefetch-shuffle", "false"},
+                    std::vector<std::string>{"--prefetch-no-shuffle", "true"}}) {
+    args.insert(args.begin(), {"--prefetch-sampler", "torch-distributed"});
+    auto spec = OrderSpecFromConfig(Load(args));
+    REQUIRE(spec.ok());
+    CHECK_FALSE(spec->distributed.shuffle);
+  }
+  for (auto args : {std::vector<std::string>{"--prefetch-shuffle", "true"},
+                    std::vector<std::string>{"--prefetch-no-shuffle", "false"}}) {
+    args.insert(args.begin(), {"--prefetch-sampler", "torch-distributed"});
+    auto spec = OrderSpecFromConfig(Load(args));
+    REQUIRE(spec.ok());
+    CHECK(spec->distributed.shuffle);
+  }
 }
 
 TEST_CASE("every sampler clairfs-order knows, with its values, configures the daemon",

@@ -12,7 +12,6 @@
 
 #include "base/json.hpp"
 #include "partitioner/format/manifest.hpp"
-#include "base/args.hpp"
 #include "partitioner/pack/memory_limit.hpp"
 #include "partitioner/pack/packer.hpp"
 #include "partitioner/pack/progress.hpp"
@@ -231,36 +230,6 @@ TEST_CASE("compression spec parsing", "[pack]") {
   CHECK_FALSE(pack::ParseCompression("zstd:0").ok());
   CHECK_FALSE(pack::ParseCompression("zstd:x").ok());
   CHECK_FALSE(pack::ParseCompression("gzip").ok());
-}
-
-TEST_CASE("argument parsing", "[args]") {
-  std::vector<std::string> v{"src", "--partitions", "8", "--broadcast=a", "out",
-                             "--broadcast", "b", "--force"};
-  std::vector<char*> argv;
-  for (auto& s : v) argv.push_back(s.data());
-  pack::Args a(static_cast<int>(argv.size()), argv.data());
-  uint64_t p = 0;
-  std::vector<std::string> globs;
-  std::string src, out;
-  CHECK(a.Value("--partitions", &p));
-  CHECK(a.Repeated("--broadcast", &globs));
-  CHECK(a.Flag("--force"));
-  CHECK_FALSE(a.Flag("--json"));
-  REQUIRE(a.Positionals(2, &src, &out));
-  CHECK(p == 8);
-  CHECK(globs == std::vector<std::string>{"a", "b"});
-  CHECK(src == "src");
-  CHECK(out == "out");
-
-  std::vector<std::string> w{"--threads", "-1", "--bogus", "x"};
-  std::vector<char*> argv2;
-  for (auto& s : w) argv2.push_back(s.data());
-  pack::Args b(static_cast<int>(argv2.size()), argv2.data());
-  uint64_t t = 0;
-  CHECK_FALSE(b.Value("--threads", &t));
-  CHECK_THAT(b.error(), Catch::Contains("--threads"));
-  std::string x;
-  CHECK_FALSE(b.Positionals(1, &x));
 }
 
 TEST_CASE("JSON strings are always valid", "[json]") {
