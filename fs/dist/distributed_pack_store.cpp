@@ -38,8 +38,8 @@ class DistributedPackStore::RemotePack final : public format::RandomAccessFile {
     bool in_place = false;
     size_t got = 0;
     const auto take = [&](std::span<const char> bytes) {
-      auto split = format::SplitTableAndFrame(bytes.data(), bytes.size(), frame_dst, frame_len,
-                                              table);
+      auto split =
+          format::SplitTableAndFrame(bytes.data(), bytes.size(), frame_dst, frame_len, table);
       if (!split.ok()) return split.status();
       in_place = *split;
       got = bytes.size();

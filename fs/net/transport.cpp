@@ -28,7 +28,8 @@ Status ReadSync(Transport& transport, int peer, const PackRead& read,
   std::unique_lock lk(shared->mu);
   // The transport completes every read by its deadline; the margin only guards
   // against a transport bug turning into a hung FUSE worker.
-  if (!shared->cv.wait_until(lk, deadline + std::chrono::seconds(5), [&] { return shared->done; })) {
+  if (!shared->cv.wait_until(lk, deadline + std::chrono::seconds(5),
+                             [&] { return shared->done; })) {
     shared->abandoned = true;
     return Status::IOError("peer " + std::to_string(peer) + ": read never completed", ETIMEDOUT);
   }

@@ -5,8 +5,9 @@
 // the payload's frame table (a frame read: one round trip where reading the
 // table's header, the table and the frame would take three). Every read has a
 // deadline; its callback runs exactly once - with the bytes, with the peer's
-// error, or with a timeout - so no caller waits without bound. Requests to the same peer are pipelined and
-// batched into one message where they queue up together.
+// error, or with a timeout - so no caller waits without bound. Requests to the
+// same peer are pipelined and batched into one message where they queue up
+// together.
 //
 // Implementations: MpiTransport (one daemon per MPI rank) and LoopbackTransport
 // (every rank inside one process, with fault injection, for tests).

@@ -184,8 +184,8 @@ Status ReadTableAndFrame(const ReadAtFn& read, uint64_t pack_size, uint64_t payl
   return read(pos, stored, out->data() + table_bytes);
 }
 
-Result<bool> SplitTableAndFrame(const char* answer, size_t size, char* frame_dst,
-                                size_t frame_len, std::vector<char>* table) {
+Result<bool> SplitTableAndFrame(const char* answer, size_t size, char* frame_dst, size_t frame_len,
+                                std::vector<char>* table) {
   auto table_bytes = FrameTableBytes(answer, size);
   if (!table_bytes.ok()) return table_bytes.status();
   if (*table_bytes > size) return Status::Corruption("frame table longer than its answer");

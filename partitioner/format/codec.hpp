@@ -71,9 +71,9 @@ struct PayloadLocation {
 // Immutable once built, so one table may be shared by every thread.
 struct FrameTable {
   uint32_t frame_size = 0;
-  uint64_t table_bytes = 0;        // header and entries, as stored
+  uint64_t table_bytes = 0;  // header and entries, as stored
   std::vector<FrameEntry> entries;
-  std::vector<uint64_t> starts;    // frame i's stored bytes begin at payload + starts[i]
+  std::vector<uint64_t> starts;  // frame i's stored bytes begin at payload + starts[i]
   size_t MemoryBytes() const {
     return sizeof *this + entries.size() * (sizeof(FrameEntry) + sizeof(uint64_t));
   }
@@ -106,8 +106,8 @@ Status ReadTableAndFrame(const ReadAtFn& read, uint64_t pack_size, uint64_t payl
 // exactly `frame_len` bytes (a whole raw frame lands where it belongs, in one
 // copy) and after the table in `table` otherwise. True when the frame went to
 // `frame_dst`; Corruption when the answer is shorter than the table it starts with.
-Result<bool> SplitTableAndFrame(const char* answer, size_t size, char* frame_dst,
-                                size_t frame_len, std::vector<char>* table);
+Result<bool> SplitTableAndFrame(const char* answer, size_t size, char* frame_dst, size_t frame_len,
+                                std::vector<char>* table);
 
 class PayloadDecoder {
  public:
