@@ -377,6 +377,29 @@ TEST_CASE("a framed file from a peer: one round trip per frame, its table fetche
   CHECK(ranks.transports[1]->counters()->served_at_once > 0);
 }
 
+TEST_CASE("frame tables are kept within their budget, the oldest dropped first", "[dist]") {
+  Dataset d(4, 1);
+  Ranks ranks(d, 2);
+  const auto nodes = FramedOnRank1(d);
+  REQUIRE(nodes.size() >= 2);
+  const auto& [a, a_data] = nodes[0];
+  const auto& [b, b_data] = nodes[1];
+  // Room for one small table: reading b drops a's, so a's table travels again.
+  PackPayloadSource source(d.manifest, ranks.stores[0].get(), 200);
+  const DistCounters& owner = ranks.stores[1]->counters();
+  const uint64_t a_stored = d.manifest->node(a).stored_size;
+  uint64_t served0 = owner.served_bytes;
+  CHECK(ReadByFrames(d, &source, a, a_data) == "");
+  CHECK(owner.served_bytes - served0 == a_stored);
+  CHECK(ReadByFrames(d, &source, b, b_data) == "");
+  served0 = owner.served_bytes;
+  CHECK(ReadByFrames(d, &source, a, a_data) == "");
+  CHECK(owner.served_bytes - served0 == a_stored);  // table included again
+  // No room at all: every read is still right, each first frame with its table.
+  PackPayloadSource none(d.manifest, ranks.stores[0].get(), 0);
+  for (const auto& [node, data] : nodes) CHECK(ReadByFrames(d, &none, node, data) == "");
+}
+
 TEST_CASE("a frame read from a peer is verified: a damaged table or frame is read again",
           "[dist]") {
   Dataset d(4, 1);
