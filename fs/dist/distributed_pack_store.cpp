@@ -3,43 +3,95 @@
 #include <cstring>
 
 #include "base/log.hpp"
+#include "fs/net/endpoint.hpp"
+#include "partitioner/format/codec.hpp"
 
 namespace clairfs::fs {
 
-// A partition homed elsewhere, seen as a file: ReadExact is a round trip to an
-// owner, or the dataset directory's pack when no owner answers.
+// A partition homed elsewhere, seen as a file: a read is one round trip to an
+// owner, or the dataset directory's pack when no owner answers. The bytes are
+// copied once, from the received message to where the reader wants them.
 class DistributedPackStore::RemotePack final : public format::RandomAccessFile {
  public:
   RemotePack(DistributedPackStore* store, uint32_t p)
       : store_(store), p_(p), name_(store->manifest_->PackName(p) + " (remote)") {}
 
   Status ReadExact(uint64_t offset, size_t size, void* dst) const override {
-    DistCounters& c = store_->counters_;
-    if (store_->transport_ != nullptr && size <= kMaxReadBytes) {
-      for (int owner : store_->ownership_.Owners(p_)) {
-        if (owner == store_->rank_ || store_->Suspect(owner)) continue;
-        const auto deadline = SteadyClock::now() + store_->options_.peer_timeout;
-        auto r = ReadSync(*store_->transport_, owner,
-                          {p_, offset, static_cast<uint32_t>(size)}, deadline);
-        if (r.ok() && r->size() == size) {
-          std::memcpy(dst, r->data(), size);
-          c.peer_reads++;
-          c.peer_bytes += size;
-          return Status::Ok();
-        }
-        c.peer_failures++;
-        if (!r.ok() && r.status().err() == ETIMEDOUT) store_->MarkSuspect(owner);
-      }
+    if (size <= kMaxReadBytes) {
+      const auto take = [&](std::span<const char> bytes) {
+        if (bytes.size() != size) return Status::Corruption(name_ + ": answer of the wrong size");
+        if (size > 0) std::memcpy(dst, bytes.data(), size);
+        return Status::Ok();
+      };
+      if (FromOwners({p_, offset, static_cast<uint32_t>(size)}, take, size)) return Status::Ok();
     }
-    auto shared = store_->shared_.Pack(p_);
+    auto shared = Fallback(size);
     if (!shared.ok()) return shared.status();
-    c.fallback_reads++;
-    c.fallback_bytes += size;
     return (*shared)->ReadExact(offset, size, dst);
+  }
+
+  // One round trip for the table and the frame (format::ReadTableAndFrame on
+  // the owner), split where they go as the answer is received.
+  std::optional<Result<bool>> FetchFrame(uint64_t payload, uint64_t file_byte, char* frame_dst,
+                                         size_t frame_len,
+                                         std::vector<char>* table) const override {
+    bool in_place = false;
+    size_t got = 0;
+    const auto take = [&](std::span<const char> bytes) {
+      auto split =
+          format::SplitTableAndFrame(bytes.data(), bytes.size(), frame_dst, frame_len, table);
+      if (!split.ok()) return split.status();
+      in_place = *split;
+      got = bytes.size();
+      return Status::Ok();
+    };
+    if (FromOwners({p_, payload, 0, file_byte}, take, 0)) {
+      store_->counters_.peer_bytes += got;
+      return Result<bool>(in_place);
+    }
+    auto shared = Fallback(0);
+    if (!shared.ok()) return Result<bool>(shared.status());
+    const format::RandomAccessFile* file = *shared;
+    std::vector<char> answer;
+    Status st = format::ReadTableAndFrame(
+        [file](uint64_t off, size_t n, void* dst) { return file->ReadExact(off, n, dst); },
+        store_->manifest_->partition(p_).pack_bytes, payload, file_byte, kMaxReadBytes, &answer);
+    if (!st.ok()) return Result<bool>(st);
+    store_->counters_.fallback_bytes += answer.size();
+    return format::SplitTableAndFrame(answer.data(), answer.size(), frame_dst, frame_len, table);
   }
   const std::string& name() const override { return name_; }
 
  private:
+  // Asks the owners in order, skipping suspects; true once one answered and
+  // `take` accepted its bytes (`bytes`: added to peer_bytes).
+  bool FromOwners(const PackRead& read, const std::function<Status(std::span<const char>)>& take,
+                  size_t bytes) const {
+    if (store_->transport_ == nullptr) return false;
+    DistCounters& c = store_->counters_;
+    for (int owner : store_->ownership_.Owners(p_)) {
+      if (owner == store_->rank_ || store_->Suspect(owner)) continue;
+      const auto deadline = SteadyClock::now() + store_->options_.peer_timeout;
+      Status st = ReadSync(*store_->transport_, owner, read, deadline, take);
+      if (st.ok()) {
+        c.peer_reads++;
+        c.peer_bytes += bytes;
+        return true;
+      }
+      c.peer_failures++;
+      if (st.err() == ETIMEDOUT) store_->MarkSuspect(owner);
+    }
+    return false;
+  }
+  // The dataset directory's pack, for a read of `bytes` that no owner answered.
+  Result<const format::RandomAccessFile*> Fallback(size_t bytes) const {
+    auto shared = store_->shared_.Pack(p_);
+    if (!shared.ok()) return shared;
+    store_->counters_.fallback_reads++;
+    store_->counters_.fallback_bytes += bytes;
+    return shared;
+  }
+
   DistributedPackStore* const store_;
   const uint32_t p_;
   const std::string name_;
@@ -107,6 +159,13 @@ Result<const format::RandomAccessFile*> DistributedPackStore::Reread(
   return shared;
 }
 
+// A frame read's answer, read with `read` from this rank's copy of its partition.
+Status DistributedPackStore::ServeFrame(const PackRead& read, const format::ReadAtFn& read_at,
+                                        size_t limit, std::vector<char>* out) const {
+  return format::ReadTableAndFrame(read_at, manifest_->partition(read.partition).pack_bytes,
+                                   read.offset, read.frame_at, limit, out);
+}
+
 Status DistributedPackStore::CheckServed(const PackRead& read) const {
   if (read.partition > manifest_->partition_count() || !ownership_.Holds(rank_, read.partition)) {
     return Status::NotFound("rank " + std::to_string(rank_) + " does not hold partition " +
@@ -130,9 +189,22 @@ std::optional<Result<std::vector<char>>> DistributedPackStore::ServeIfCached(int
   // A cold range usually starts cold: one byte tells, before a buffer is
   // allocated and zeroed for nothing.
   char probe;
-  if (read.length > 0 && !file->ReadIfCached(read.offset, 1, &probe)) return std::nullopt;
-  std::vector<char> out(read.length);
-  if (!file->ReadIfCached(read.offset, read.length, out.data())) return std::nullopt;
+  if ((read.length > 0 || read.frame_at != kNoFrame) &&
+      !file->ReadIfCached(read.offset, 1, &probe)) {
+    return std::nullopt;
+  }
+  std::vector<char> out;
+  if (read.frame_at != kNoFrame) {
+    // Anything but a whole answer within kServeNowBytes (a page not cached, a
+    // large frame, a refusal) is left to Serve, which gives the final word.
+    const auto cached = [file](uint64_t off, size_t n, void* dst) {
+      return file->ReadIfCached(off, n, dst) ? Status::Ok() : Status::IOError("not cached", EAGAIN);
+    };
+    if (!ServeFrame(read, cached, Endpoint::kServeNowBytes, &out).ok()) return std::nullopt;
+  } else {
+    out.resize(read.length);
+    if (!file->ReadIfCached(read.offset, read.length, out.data())) return std::nullopt;
+  }
   return Result<std::vector<char>>(std::move(out));
 }
 
@@ -140,8 +212,16 @@ Result<std::vector<char>> DistributedPackStore::Serve(int peer, const PackRead& 
   CLAIRFS_RETURN_IF_ERROR(CheckServed(read));
   auto file = Own(read.partition);
   if (!file.ok()) return file.status();
-  std::vector<char> out(read.length);
-  CLAIRFS_RETURN_IF_ERROR((*file)->ReadExact(read.offset, read.length, out.data()));
+  std::vector<char> out;
+  if (read.frame_at != kNoFrame) {
+    const format::RandomAccessFile* f = *file;
+    CLAIRFS_RETURN_IF_ERROR(ServeFrame(
+        read, [f](uint64_t off, size_t n, void* dst) { return f->ReadExact(off, n, dst); },
+        kMaxReadBytes, &out));
+  } else {
+    out.resize(read.length);
+    CLAIRFS_RETURN_IF_ERROR((*file)->ReadExact(read.offset, read.length, out.data()));
+  }
   return out;
 }
 

@@ -6,11 +6,14 @@
 // other partition is a RemotePack: each read asks the partition's owners in
 // order (home first, then replicas) with a deadline, skips a peer that
 // recently timed out, and falls back to the pack in the dataset directory -
-// slower, never wrong, never a hang. Bytes travel as stored (compressed); the
-// caller decodes and verifies them, so a peer cannot hand out wrong bytes
-// unnoticed, and reads them again from the dataset directory (Reread).
+// slower, never wrong, never a hang. A read is a byte range, or a frame of a
+// framed file together with its frame table (RandomAccessFile::FetchFrame):
+// one round trip per block. Bytes travel as stored (compressed); the caller
+// decodes and verifies them, so a peer cannot hand out wrong bytes unnoticed,
+// and reads them again from the dataset directory (Reread).
 //
-// Serve() answers peers' reads from this rank's own copies.
+// Serve() answers peers' reads (ranges and frame reads) from this rank's own
+// copies.
 // Thread-safe.
 #pragma once
 
@@ -27,6 +30,7 @@
 #include "fs/net/transport.hpp"
 #include "fs/store/pack_store.hpp"
 #include "fs/store/posix_pack_store.hpp"
+#include "partitioner/format/codec.hpp"
 #include "partitioner/format/manifest.hpp"
 
 namespace clairfs::fs {
@@ -80,6 +84,8 @@ class DistributedPackStore final : public PackStore {
   Result<const format::RandomAccessFile*> Own(uint32_t p);
   // Whether this rank may answer `read` (holds the partition, in its bounds).
   Status CheckServed(const PackRead& read) const;
+  Status ServeFrame(const PackRead& read, const format::ReadAtFn& read_at, size_t limit,
+                    std::vector<char>* out) const;
   bool Suspect(int peer) const;
   void MarkSuspect(int peer);
 

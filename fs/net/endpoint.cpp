@@ -120,12 +120,12 @@ void Endpoint::Deliver(int peer, MessageKind kind, const char* data, size_t size
       Complete(r.id, Status::IOError("peer " + std::to_string(peer) + ": " + std::strerror(r.err),
                                      r.err));
     } else {
-      Complete(r.id, std::move(r.data));
+      Complete(r.id, r.data);
     }
   }
 }
 
-void Endpoint::Complete(uint64_t id, Result<std::vector<char>> result) {
+void Endpoint::Complete(uint64_t id, Result<std::span<const char>> result) {
   Transport::ReplyFn done;
   {
     std::lock_guard lk(mu_);

@@ -46,7 +46,9 @@ struct EndpointCounters {
 class Endpoint {
  public:
   // Reads of at most kServeNowBytes that `serve_now` (optional) answers are
-  // answered by the thread delivering the request batch.
+  // answered by the thread delivering the request batch. A frame read's size
+  // shows only once its table is read: `serve_now` is asked about every one,
+  // and declines those whose answer would be larger.
   static constexpr uint32_t kServeNowBytes = 256u << 10;
   Endpoint(int rank, int size, Transport::ServeFn serve, int server_threads,
            Transport::ServeNowFn serve_now = {}, size_t max_queued_requests = 4096);
@@ -82,7 +84,7 @@ class Endpoint {
   void ServerLoop();
   // The reply to `request` carrying `data` (a ServeFn's answer), counted.
   wire::Reply Answer(const wire::Request& request, Result<std::vector<char>> data);
-  void Complete(uint64_t id, Result<std::vector<char>> result);
+  void Complete(uint64_t id, Result<std::span<const char>> result);
 
   const int rank_, size_;
   const Transport::ServeFn serve_;

@@ -30,7 +30,7 @@ std::vector<char> EncodeRequests(const std::vector<Request>& requests) {
   out.reserve(sizeof(BatchHeader) + requests.size() * sizeof(RequestEntry));
   Put(&out, BatchHeader{kRequestMagic, static_cast<uint32_t>(requests.size())});
   for (const Request& r : requests) {
-    Put(&out, RequestEntry{r.id, r.read.offset, r.read.partition, r.read.length});
+    Put(&out, RequestEntry{r.id, r.read.offset, r.read.partition, r.read.length, r.read.frame_at});
   }
   return out;
 }
@@ -45,7 +45,10 @@ Result<std::vector<Request>> DecodeRequests(const char* data, size_t size) {
   for (uint32_t i = 0; i < h->count; ++i) {
     RequestEntry e;
     std::memcpy(&e, data + sizeof(BatchHeader) + i * sizeof e, sizeof e);
-    out[i] = {e.id, PackRead{e.partition, e.offset, e.length}};
+    if (e.frame_at != kNoFrame && e.length != 0) {
+      return Status::Corruption("a frame read with a length");
+    }
+    out[i] = {e.id, PackRead{e.partition, e.offset, e.length, e.frame_at}};
   }
   return out;
 }
@@ -65,10 +68,10 @@ std::vector<char> EncodeReplies(const std::vector<Reply>& replies) {
   return out;
 }
 
-Result<std::vector<Reply>> DecodeReplies(const char* data, size_t size) {
+Result<std::vector<ReplyView>> DecodeReplies(const char* data, size_t size) {
   auto h = Header(data, size, kReplyMagic, sizeof(ReplyEntry));
   if (!h.ok()) return h.status();
-  std::vector<Reply> out(h->count);
+  std::vector<ReplyView> out(h->count);
   uint64_t pos = sizeof(BatchHeader) + uint64_t{h->count} * sizeof(ReplyEntry);
   for (uint32_t i = 0; i < h->count; ++i) {
     ReplyEntry e;
@@ -76,7 +79,7 @@ Result<std::vector<Reply>> DecodeReplies(const char* data, size_t size) {
     if (e.length > size - pos) return Status::Corruption("reply batch payloads overrun the message");
     out[i].id = e.id;
     out[i].err = e.err;
-    out[i].data.assign(data + pos, data + pos + e.length);
+    out[i].data = std::span<const char>(data + pos, e.length);
     pos += e.length;
   }
   if (pos != size) return Status::Corruption("reply batch has trailing bytes");

@@ -4,12 +4,16 @@
 //   reply batch:    BatchHeader{kReplyMagic, n}    then n x ReplyEntry, then
 //                   the payload bytes of the entries back to back
 //
-// Decoding validates every count and length against the message size, so a
-// malformed or truncated message is rejected whole, never read past its end.
+// A request is a range read (frame_at kNoFrame) or a frame read (frame_at: a
+// byte of the file, length 0), whose reply payload is the frame table, then
+// the frame (PackRead). Decoding validates every count and length against the
+// message size, so a malformed or truncated message is rejected whole, never
+// read past its end; a frame read with a length is malformed too.
 // Pure functions; thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "fs/net/transport.hpp"
@@ -30,8 +34,9 @@ struct RequestEntry {
   uint64_t offset;
   uint32_t partition;
   uint32_t length;
+  uint64_t frame_at;  // PackRead::frame_at
 };
-static_assert(sizeof(RequestEntry) == 24);
+static_assert(sizeof(RequestEntry) == 32);
 
 struct ReplyEntry {
   uint64_t id;
@@ -51,10 +56,17 @@ struct Reply {
   std::vector<char> data;
 };
 
+// A decoded reply: `data` points into the message it was decoded from.
+struct ReplyView {
+  uint64_t id;
+  int32_t err;
+  std::span<const char> data;
+};
+
 std::vector<char> EncodeRequests(const std::vector<Request>& requests);
 Result<std::vector<Request>> DecodeRequests(const char* data, size_t size);
 
 std::vector<char> EncodeReplies(const std::vector<Reply>& replies);
-Result<std::vector<Reply>> DecodeReplies(const char* data, size_t size);
+Result<std::vector<ReplyView>> DecodeReplies(const char* data, size_t size);
 
 }  // namespace clairfs::fs::wire

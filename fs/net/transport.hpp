@@ -1,10 +1,13 @@
 // Transport: how daemons ask each other for pack bytes.
 //
 // A read names a partition and a byte range of its pack (stored bytes, still
-// compressed: the reader decodes). Every read has a deadline; its callback runs
-// exactly once - with the bytes, with the peer's error, or with a timeout - so
-// no caller waits without bound. Requests to the same peer are pipelined and
-// batched into one message where they queue up together.
+// compressed: the reader decodes), or one frame of a framed payload, sent after
+// the payload's frame table (a frame read: one round trip where reading the
+// table's header, the table and the frame would take three). Every read has a
+// deadline; its callback runs exactly once - with the bytes, with the peer's
+// error, or with a timeout - so no caller waits without bound. Requests to the
+// same peer are pipelined and batched into one message where they queue up
+// together.
 //
 // Implementations: MpiTransport (one daemon per MPI rank) and LoopbackTransport
 // (every rank inside one process, with fault injection, for tests).
@@ -15,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "base/status.hpp"
@@ -23,10 +27,17 @@ namespace clairfs::fs {
 
 using SteadyClock = std::chrono::steady_clock;
 
+inline constexpr uint64_t kNoFrame = UINT64_MAX;
+
 struct PackRead {
   uint32_t partition = 0;
   uint64_t offset = 0;
   uint32_t length = 0;
+  // kNoFrame: the read is bytes [offset, offset + length) of the pack. Else a
+  // frame read: `offset` is where a framed payload starts, and the answer is
+  // its frame table, then the stored bytes of the frame that holds byte
+  // `frame_at` of the file (format::ReadTableAndFrame); `length` is 0.
+  uint64_t frame_at = kNoFrame;
 };
 
 // Reads larger than this are refused by servers: a request names one payload
@@ -37,7 +48,9 @@ struct EndpointCounters;  // fs/net/endpoint.hpp
 
 class Transport {
  public:
-  using ReplyFn = std::function<void(Result<std::vector<char>>)>;
+  // The bytes live only during the call (they are the received message's):
+  // copy what is needed, once, to where it goes.
+  using ReplyFn = std::function<void(Result<std::span<const char>>)>;
   // Answers a peer's read; called on a server thread, may block on disk.
   using ServeFn = std::function<Result<std::vector<char>>(int peer, const PackRead&)>;
   // ServeFn's answer when it needs no wait (bytes in the page cache, a
@@ -77,5 +90,12 @@ class Transport {
 // Blocks until the read completes or its deadline passes.
 Result<std::vector<char>> ReadSync(Transport& transport, int peer, const PackRead& read,
                                    SteadyClock::time_point deadline);
+// The same, handing the bytes to `take` (on the transport's thread, while this
+// call waits) instead of returning a copy: the caller copies them once,
+// straight to where they go. The read's status is take's. Once this call has
+// returned, `take` is never called.
+Status ReadSync(Transport& transport, int peer, const PackRead& read,
+                SteadyClock::time_point deadline,
+                const std::function<Status(std::span<const char>)>& take);
 
 }  // namespace clairfs::fs

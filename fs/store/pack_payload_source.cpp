@@ -1,7 +1,27 @@
 #include "fs/store/payload_source.hpp"
-#include "partitioner/format/codec.hpp"
 
 namespace clairfs::fs {
+
+std::shared_ptr<const format::FrameTable> PackPayloadSource::Table(uint32_t node) {
+  std::lock_guard lk(mu_);
+  auto it = tables_.find(node);
+  return it == tables_.end() ? nullptr : it->second;
+}
+
+void PackPayloadSource::Keep(uint32_t node, std::shared_ptr<const format::FrameTable> table) {
+  const size_t bytes = table->MemoryBytes();
+  if (bytes > table_cache_bytes_) return;
+  std::lock_guard lk(mu_);
+  if (!tables_.emplace(node, std::move(table)).second) return;  // another thread was first
+  table_order_.push_back(node);
+  table_bytes_ += bytes;
+  while (table_bytes_ > table_cache_bytes_) {
+    auto oldest = tables_.find(table_order_.front());
+    table_bytes_ -= oldest->second->MemoryBytes();
+    tables_.erase(oldest);
+    table_order_.pop_front();
+  }
+}
 
 Result<size_t> PackPayloadSource::Read(uint32_t node, uint64_t offset, size_t length, char* dst) {
   // A decoder owns a zstd context and is single-thread: one per worker thread.
@@ -21,15 +41,21 @@ Result<size_t> PackPayloadSource::Read(uint32_t node, uint64_t offset, size_t le
     return Status::IOError(msg, EIO);
   };
   if (!pack.ok()) return fail(pack.status());
-  auto n = decoder.Read(**pack, format::PayloadLocation::Of(r), offset, length, dst, what());
+  const bool framed = r.codec == static_cast<uint8_t>(format::Codec::kFramed);
+  std::shared_ptr<const format::FrameTable> table = framed ? Table(node) : nullptr;
+  const bool known = table != nullptr;
+  const auto loc = format::PayloadLocation::Of(r);
+  auto n = decoder.Read(**pack, loc, offset, length, dst, what(), &table);
   if (!n.ok() && n.status().IsCorruption()) {
     // A damaged copy (a staged pack, a peer's answer) is not a damaged file
     // while the dataset directory's pack is intact: read it once more there.
+    // A table that passed its checksum is good whichever copy it came from.
     auto again = store_->Reread(r.partition, *pack);
     if (again.ok() && *again != nullptr) {
-      n = decoder.Read(**again, format::PayloadLocation::Of(r), offset, length, dst, what());
+      n = decoder.Read(**again, loc, offset, length, dst, what(), &table);
     }
   }
+  if (!known && table != nullptr) Keep(node, std::move(table));
   if (!n.ok()) return fail(n.status());
   return n;
 }

@@ -3,15 +3,22 @@
 //
 // PackPayloadSource decodes the stored bytes a PackStore returns, whichever
 // store that is (the dataset directory, or the node's staged copy, its peers
-// and then the dataset directory). Implementations are thread-safe.
+// and then the dataset directory). It keeps each framed file's frame table once
+// verified, so a frame costs one read from then on (for a peer's pack: one
+// round trip, and the first frame brings the table along). Implementations are
+// thread-safe.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
 
 #include "base/status.hpp"
 #include "fs/store/pack_store.hpp"
+#include "partitioner/format/codec.hpp"
 #include "partitioner/format/manifest.hpp"
 
 namespace clairfs::fs {
@@ -27,16 +34,28 @@ class PayloadSource {
 };
 
 // Reads and verifies the stored bytes `store` returns, with one PayloadDecoder
-// per thread.
+// per thread. Lock order: mu_ only, never held across a read.
 class PackPayloadSource final : public PayloadSource {
  public:
-  PackPayloadSource(std::shared_ptr<const format::Manifest> manifest, PackStore* store)
-      : manifest_(std::move(manifest)), store_(store) {}
+  // Frame tables kept, in bytes (about 24 per frame): the tables of ~700 GB of
+  // framed files at 1 MiB frames. Past it the oldest table goes first.
+  static constexpr size_t kTableCacheBytes = 16u << 20;
+  PackPayloadSource(std::shared_ptr<const format::Manifest> manifest, PackStore* store,
+                    size_t table_cache_bytes = kTableCacheBytes)
+      : manifest_(std::move(manifest)), store_(store), table_cache_bytes_(table_cache_bytes) {}
   Result<size_t> Read(uint32_t node, uint64_t offset, size_t length, char* dst) override;
 
  private:
+  std::shared_ptr<const format::FrameTable> Table(uint32_t node);
+  void Keep(uint32_t node, std::shared_ptr<const format::FrameTable> table);
+
   const std::shared_ptr<const format::Manifest> manifest_;
   PackStore* const store_;  // not owned
+  const size_t table_cache_bytes_;
+  std::mutex mu_;  // guards the three below
+  std::unordered_map<uint32_t, std::shared_ptr<const format::FrameTable>> tables_;  // by node
+  std::deque<uint32_t> table_order_;  // nodes of tables_, oldest first
+  size_t table_bytes_ = 0;
 };
 
 }  // namespace clairfs::fs

@@ -118,9 +118,105 @@ Status PayloadDecoder::DecodeWhole(const RandomAccessFile& pack, const PayloadLo
                      loc.checksum, dst, loc.size, what);
 }
 
+Result<uint64_t> FrameTableBytes(const char* data, size_t size) {
+  FrameTableHeader th;
+  if (size < sizeof th) return Status::Corruption("frame table header truncated");
+  std::memcpy(&th, data, sizeof th);
+  return sizeof th + uint64_t{th.frame_count} * sizeof(FrameEntry);
+}
+
+Result<std::shared_ptr<const FrameTable>> ParseFrameTable(const char* data, size_t size,
+                                                          const PayloadLocation& loc,
+                                                          const std::string& what) {
+  FrameTableHeader th;
+  if (loc.stored_size < sizeof th || size < sizeof th) {
+    return Status::Corruption(what + ": frame table truncated");
+  }
+  std::memcpy(&th, data, sizeof th);
+  const uint64_t table_bytes = sizeof th + uint64_t{th.frame_count} * sizeof(FrameEntry);
+  if (th.magic != kFrameTableMagic || th.frame_size == 0 || table_bytes > loc.stored_size ||
+      uint64_t{th.frame_count} * th.frame_size < loc.size) {
+    return Status::Corruption(what + ": bad frame table");
+  }
+  if (table_bytes > size) return Status::Corruption(what + ": frame table truncated");
+  if (Checksum(data, table_bytes) != loc.checksum) {
+    return Status::Corruption(what + ": frame table checksum mismatch");
+  }
+  auto t = std::make_shared<FrameTable>();
+  t->frame_size = th.frame_size;
+  t->table_bytes = table_bytes;
+  t->entries.resize(th.frame_count);
+  if (th.frame_count > 0) {
+    std::memcpy(t->entries.data(), data + sizeof th, th.frame_count * sizeof(FrameEntry));
+  }
+  t->starts.resize(th.frame_count);
+  uint64_t pos = table_bytes;  // u32 sizes: no u64 overflow below 2^32 frames
+  for (uint32_t i = 0; i < th.frame_count; ++i) {
+    t->starts[i] = pos;
+    pos += t->entries[i].stored_size;
+  }
+  return std::shared_ptr<const FrameTable>(std::move(t));
+}
+
+Status ReadTableAndFrame(const ReadAtFn& read, uint64_t pack_size, uint64_t payload,
+                         uint64_t file_byte, size_t limit, std::vector<char>* out) {
+  const auto outside = [] { return Status::InvalidArgument("frame read outside the pack"); };
+  FrameTableHeader th;
+  if (payload > pack_size || pack_size - payload < sizeof th) return outside();
+  CLAIRFS_RETURN_IF_ERROR(read(payload, sizeof th, &th));
+  const uint64_t table_bytes = sizeof th + uint64_t{th.frame_count} * sizeof(FrameEntry);
+  if (th.magic != kFrameTableMagic || th.frame_size == 0 ||
+      file_byte / th.frame_size >= th.frame_count) {
+    return Status::Corruption("no frame table, or no such frame in it");
+  }
+  if (table_bytes > pack_size - payload) return outside();
+  if (table_bytes > limit) return Status::InvalidArgument("frame table over the read limit");
+  out->resize(table_bytes);
+  CLAIRFS_RETURN_IF_ERROR(read(payload, table_bytes, out->data()));
+  const auto* entries = reinterpret_cast<const FrameEntry*>(out->data() + sizeof th);
+  const uint64_t index = file_byte / th.frame_size;
+  uint64_t pos = payload + table_bytes;
+  for (uint64_t i = 0; i < index; ++i) pos += entries[i].stored_size;
+  const uint32_t stored = entries[index].stored_size;
+  if (pos > pack_size || stored > pack_size - pos) return outside();
+  if (stored > limit - table_bytes) return Status::InvalidArgument("frame over the read limit");
+  out->resize(table_bytes + stored);
+  return read(pos, stored, out->data() + table_bytes);
+}
+
+Result<bool> SplitTableAndFrame(const char* answer, size_t size, char* frame_dst, size_t frame_len,
+                                std::vector<char>* table) {
+  auto table_bytes = FrameTableBytes(answer, size);
+  if (!table_bytes.ok()) return table_bytes.status();
+  if (*table_bytes > size) return Status::Corruption("frame table longer than its answer");
+  const size_t frame = size - static_cast<size_t>(*table_bytes);
+  if (frame == frame_len && frame_len > 0) {
+    table->assign(answer, answer + *table_bytes);
+    std::memcpy(frame_dst, answer + *table_bytes, frame);
+    return true;
+  }
+  table->assign(answer, answer + size);
+  return false;
+}
+
+Result<std::shared_ptr<const FrameTable>> PayloadDecoder::ReadTable(const RandomAccessFile& pack,
+                                                                    const PayloadLocation& loc,
+                                                                    const std::string& what) {
+  FrameTableHeader th;
+  if (loc.stored_size < sizeof th) return Status::Corruption(what + ": frame table truncated");
+  CLAIRFS_RETURN_IF_ERROR(pack.ReadExact(loc.offset, sizeof th, &th));
+  auto table_bytes = FrameTableBytes(reinterpret_cast<const char*>(&th), sizeof th);
+  // Checked before the table is allocated: a damaged count must not cost memory.
+  if (*table_bytes > loc.stored_size) return Status::Corruption(what + ": bad frame table");
+  table_.resize(*table_bytes);
+  CLAIRFS_RETURN_IF_ERROR(pack.ReadExact(loc.offset, table_.size(), table_.data()));
+  return ParseFrameTable(table_.data(), table_.size(), loc, what);
+}
+
 Result<size_t> PayloadDecoder::Read(const RandomAccessFile& pack, const PayloadLocation& loc,
                                     uint64_t offset, size_t length, char* dst,
-                                    const std::string& what) {
+                                    const std::string& what,
+                                    std::shared_ptr<const FrameTable>* table) {
   // length 0 returns here: (offset + length - 1) below would underflow at offset 0.
   if (offset >= loc.size || length == 0) return size_t{0};
   length = static_cast<size_t>(std::min<uint64_t>(length, loc.size - offset));
@@ -134,65 +230,90 @@ Result<size_t> PayloadDecoder::Read(const RandomAccessFile& pack, const PayloadL
     }
     return length;
   }
-  FrameTableHeader th;
-  if (loc.stored_size < sizeof th) return Status::Corruption(what + ": frame table truncated");
-  CLAIRFS_RETURN_IF_ERROR(pack.ReadExact(loc.offset, sizeof th, &th));
-  const uint64_t table_bytes = sizeof th + uint64_t{th.frame_count} * sizeof(FrameEntry);
-  if (th.magic != kFrameTableMagic || th.frame_size == 0 || table_bytes > loc.stored_size ||
-      uint64_t{th.frame_count} * th.frame_size < loc.size) {
-    return Status::Corruption(what + ": bad frame table");
+  std::shared_ptr<const FrameTable> own;
+  std::shared_ptr<const FrameTable>& t = table != nullptr ? *table : own;
+  // The first frame's stored bytes when they came with the table: in `dst`
+  // itself (in_place), or after the table in table_.
+  const char* fetched = nullptr;
+  size_t fetched_size = 0;
+  bool in_place = false;
+  if (t == nullptr) {
+    auto one = pack.FetchFrame(loc.offset, offset, dst, length, &table_);
+    Result<std::shared_ptr<const FrameTable>> parsed = Status::Corruption(what);
+    if (one.has_value()) {
+      if (!one->ok()) return one->status();
+      parsed = ParseFrameTable(table_.data(), table_.size(), loc, what);
+      if (parsed.ok()) {
+        in_place = **one;
+        fetched = in_place ? dst : table_.data() + (*parsed)->table_bytes;
+        fetched_size = in_place ? length : table_.size() - (*parsed)->table_bytes;
+      }
+    } else {
+      parsed = ReadTable(pack, loc, what);
+    }
+    if (!parsed.ok()) return parsed.status();
+    t = *parsed;
   }
-  std::vector<char> table(table_bytes);
-  CLAIRFS_RETURN_IF_ERROR(pack.ReadExact(loc.offset, table_bytes, table.data()));
-  if (Checksum(table.data(), table_bytes) != loc.checksum) {
-    return Status::Corruption(what + ": frame table checksum mismatch");
-  }
-  const auto* entries = reinterpret_cast<const FrameEntry*>(table.data() + sizeof th);
-  const uint64_t fs = th.frame_size;
+  const FrameTable& ft = *t;
+  const uint64_t fs = ft.frame_size;
+  const uint64_t payload_end = loc.offset + loc.stored_size;
   const uint64_t first = offset / fs, last = (offset + length - 1) / fs;
-  uint64_t pos = loc.offset + table_bytes;  // stored offset of frame i
-  for (uint64_t i = 0; i < first; ++i) pos += entries[i].stored_size;
   for (uint64_t i = first; i <= last; ++i) {
-    const FrameEntry& e = entries[i];
+    const FrameEntry& e = ft.entries[i];
+    const uint64_t pos = loc.offset + ft.starts[i];
     const uint64_t fstart = i * fs;
     const size_t raw = static_cast<size_t>(std::min<uint64_t>(fs, loc.size - fstart));
-    if (pos + e.stored_size > loc.offset + loc.stored_size) {
+    const auto frame_what = [&] { return what + " (frame " + std::to_string(i) + ")"; };
+    if (pos + e.stored_size > payload_end) {
       return Status::Corruption(what + ": frame " + std::to_string(i) + " outside the payload");
     }
     const uint64_t want_lo = std::max(offset, fstart);
     const uint64_t want_hi = std::min<uint64_t>(offset + length, fstart + raw);
     char* out = dst + (want_lo - offset);
     const bool whole = want_lo == fstart && want_hi == fstart + raw;
-    if (whole && e.codec == static_cast<uint8_t>(Codec::kRaw) && e.stored_size == raw) {
+    const bool raw_whole =
+        whole && e.codec == static_cast<uint8_t>(Codec::kRaw) && e.stored_size == raw;
+    const char* src = nullptr;
+    if (i == first && fetched != nullptr) {
+      if (fetched_size != e.stored_size) {
+        return Status::Corruption(frame_what() + ": fetched with the wrong size");
+      }
+      if (in_place && !raw_whole) {  // not where it belongs after all (rare): decode a copy
+        stored_.assign(dst, dst + fetched_size);
+        src = stored_.data();
+      } else if (!in_place) {
+        src = fetched;
+      }
+    } else if (raw_whole) {
       // Straight into place and checked there, like a raw file: no detour.
       CLAIRFS_RETURN_IF_ERROR(pack.ReadExact(pos, raw, out));
-      if (Checksum(out, raw) != e.checksum) {
-        return Status::Corruption(what + " (frame " + std::to_string(i) + "): checksum mismatch");
-      }
-      pos += e.stored_size;
-      continue;
+    } else {
+      stored_.resize(e.stored_size);
+      CLAIRFS_RETURN_IF_ERROR(pack.ReadExact(pos, e.stored_size, stored_.data()));
+      src = stored_.data();
     }
-    stored_.resize(e.stored_size);
-    CLAIRFS_RETURN_IF_ERROR(pack.ReadExact(pos, e.stored_size, stored_.data()));
-    const std::string frame_what = what + " (frame " + std::to_string(i) + ")";
-    if (whole) {
+    if (src == nullptr) {  // a whole raw frame, already in place
+      if (Checksum(out, raw) != e.checksum) {
+        return Status::Corruption(frame_what() + ": checksum mismatch");
+      }
+    } else if (whole) {
       CLAIRFS_RETURN_IF_ERROR(
-          DecodeFrame(stored_.data(), e.stored_size, e.codec, e.checksum, out, raw, frame_what));
+          DecodeFrame(src, e.stored_size, e.codec, e.checksum, out, raw, frame_what()));
     } else {
       frame_.resize(raw);
-      CLAIRFS_RETURN_IF_ERROR(DecodeFrame(stored_.data(), e.stored_size, e.codec, e.checksum,
-                                          frame_.data(), raw, frame_what));
+      CLAIRFS_RETURN_IF_ERROR(
+          DecodeFrame(src, e.stored_size, e.codec, e.checksum, frame_.data(), raw, frame_what()));
       std::memcpy(out, frame_.data() + (want_lo - fstart), want_hi - want_lo);
     }
-    pos += e.stored_size;
   }
   // A reader moving through a large file will want the next frames next: let
   // the pack's file system fetch them while this reply goes out.
+  const uint64_t pos = loc.offset + ft.starts[last] + ft.entries[last].stored_size;
   uint64_t ahead = 0;
-  for (uint64_t i = last + 1; i < th.frame_count && i <= last + kReadAheadFrames; ++i) {
-    ahead += entries[i].stored_size;
+  for (uint64_t i = last + 1; i < ft.entries.size() && i <= last + kReadAheadFrames; ++i) {
+    ahead += ft.entries[i].stored_size;
   }
-  if (ahead > 0 && pos + ahead <= loc.offset + loc.stored_size) pack.WillNeed(pos, ahead);
+  if (ahead > 0 && pos + ahead <= payload_end) pack.WillNeed(pos, ahead);
   return length;
 }
 

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -64,6 +66,49 @@ struct PayloadLocation {
   }
 };
 
+// A framed payload's frame table, checked against its node's checksum: what a
+// reader needs to find and verify any frame without reading the table again.
+// Immutable once built, so one table may be shared by every thread.
+struct FrameTable {
+  uint32_t frame_size = 0;
+  uint64_t table_bytes = 0;  // header and entries, as stored
+  std::vector<FrameEntry> entries;
+  std::vector<uint64_t> starts;  // frame i's stored bytes begin at payload + starts[i]
+  size_t MemoryBytes() const {
+    return sizeof *this + entries.size() * (sizeof(FrameEntry) + sizeof(uint64_t));
+  }
+};
+
+// The bytes a frame table takes (header and entries) by its header at `data`;
+// Corruption when `size` is shorter than a header. Nothing else is checked.
+Result<uint64_t> FrameTableBytes(const char* data, size_t size);
+
+// Checks the frame table at `data` (`size` bytes, the table first) against
+// `loc`, checksum included, and builds it. Corruption names `what`.
+Result<std::shared_ptr<const FrameTable>> ParseFrameTable(const char* data, size_t size,
+                                                          const PayloadLocation& loc,
+                                                          const std::string& what);
+
+// Positional read: exactly `size` bytes at `offset` into `dst`.
+using ReadAtFn = std::function<Status(uint64_t offset, size_t size, void* dst)>;
+
+// The serving side of a frame read: the frame table of the framed payload that
+// starts at `payload` in a pack of `pack_size` bytes, then the stored bytes of
+// the frame holding file byte `file_byte`, into `out`, read with `read` (two or
+// three reads). Only bounds are checked - nothing past the pack, at most
+// `limit` bytes in all, else InvalidArgument; a table that names no such frame
+// is Corruption - the reader verifies the bytes against its manifest.
+Status ReadTableAndFrame(const ReadAtFn& read, uint64_t pack_size, uint64_t payload,
+                         uint64_t file_byte, size_t limit, std::vector<char>* out);
+
+// The reading side: splits `answer` (what ReadTableAndFrame gave) into its
+// table, copied to `table`, and its frame, copied to `frame_dst` when it is
+// exactly `frame_len` bytes (a whole raw frame lands where it belongs, in one
+// copy) and after the table in `table` otherwise. True when the frame went to
+// `frame_dst`; Corruption when the answer is shorter than the table it starts with.
+Result<bool> SplitTableAndFrame(const char* answer, size_t size, char* frame_dst, size_t frame_len,
+                                std::vector<char>* table);
+
 class PayloadDecoder {
  public:
   PayloadDecoder();
@@ -74,8 +119,13 @@ class PayloadDecoder {
   // Reads file bytes [offset, offset + length), clipped to the file size, into
   // `dst` and returns how many were read. `what` names the file and partition
   // in error messages. A checksum mismatch or undecodable frame is Corruption.
+  // With `table`, a framed payload's table is taken from there when it holds
+  // one (verified earlier against this `loc`), else read - together with the
+  // first frame read, where `pack` can (RandomAccessFile::FetchFrame) - and
+  // left there once verified, for the caller to keep.
   Result<size_t> Read(const RandomAccessFile& pack, const PayloadLocation& loc, uint64_t offset,
-                      size_t length, char* dst, const std::string& what);
+                      size_t length, char* dst, const std::string& what,
+                      std::shared_ptr<const FrameTable>* table = nullptr);
   // Reads the whole file.
   Status ReadAll(const RandomAccessFile& pack, const PayloadLocation& loc,
                  std::vector<char>* out, const std::string& what);
@@ -85,8 +135,13 @@ class PayloadDecoder {
                      const std::string& what);
   Status DecodeFrame(const char* src, size_t stored, uint8_t codec, uint64_t checksum, char* dst,
                      size_t raw, const std::string& what);
+  // Reads and checks the frame table of `loc` (header, then the rest).
+  Result<std::shared_ptr<const FrameTable>> ReadTable(const RandomAccessFile& pack,
+                                                      const PayloadLocation& loc,
+                                                      const std::string& what);
   ZSTD_DCtx* dctx_;
   std::vector<char> stored_;  // scratch for stored bytes
+  std::vector<char> table_;   // scratch for a frame table as stored (and a frame fetched with it)
   std::vector<char> frame_;   // scratch for a decoded frame that is only partly wanted
 };
 

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,17 @@ class RandomAccessFile {
   // then `dst` holds anything. Errors are false too: ReadExact reports them.
   // The default never reads.
   virtual bool ReadIfCached(uint64_t offset, size_t size, void* dst) const { return false; }
+  // For a file whose every read is a round trip (a peer's pack): fetches in one
+  // read the frame table of the framed payload that starts at `payload` and the
+  // stored bytes of the frame holding file byte `file_byte`, unverified, and
+  // places them as format::SplitTableAndFrame does (true: the frame went to
+  // `frame_dst`). Nothing when the file has no such read (the default): the
+  // caller reads the table, then the frame, with ReadExact.
+  virtual std::optional<Result<bool>> FetchFrame(uint64_t payload, uint64_t file_byte,
+                                                 char* frame_dst, size_t frame_len,
+                                                 std::vector<char>* table) const {
+    return std::nullopt;
+  }
 };
 
 // A RandomAccessFile over a file descriptor (pread). Thread-safe.

@@ -7,9 +7,11 @@
 #     same files all local (replicas 4), same reader, same order, cold.
 # Prints markdown for docs/benchmarks.md.
 #
-# usage: [PERF=DIR] scripts/bench/dist.sh [--files N] [--kib K] [--mbps M] [--iops I] [--threads T]
+# usage: [PERF=DIR] [STATS=DIR] scripts/bench/dist.sh [--files N] [--kib K] [--mbps M] [--iops I] [--threads T]
 # With PERF, each read phase runs under a system-wide `perf record -g`; the
-# profiles, summed per thread name and per function, land in DIR.
+# profiles, summed per thread name and per function, land in DIR. With
+# STATS=DIR, rank 0's stats.json after each read phase lands in DIR
+# (dist-KIB-LABEL.json: network.reads_sent counts the round trips to peers).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$repo/${BUILD_DIR:-build}/bin
@@ -73,8 +75,11 @@ read_bench() {  # read_bench LABEL -> files/s
   drop_caches
   local perf=()  # PERF=DIR: a system-wide profile of the read, DIR/dist-KIB-LABEL.data and .txt
   [[ -n ${PERF:-} ]] && mkdir -p "$PERF" && perf=(perf record -q -a -g -F 999 -o "$PERF/dist-$kib-$1.data" --)
-  "${perf[@]}" "$BIN/clairfs-bench" --list "$W/list" --root "$W/mnt0" --threads "$threads" --seed 7 --json \
-    --label "$1" | /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); print('%.0f %.0f' % (d['files_per_s'], d['mb_per_s']))"
+  local rate
+  rate=$("${perf[@]}" "$BIN/clairfs-bench" --list "$W/list" --root "$W/mnt0" --threads "$threads" --seed 7 --json \
+    --label "$1" | /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); print('%.0f %.0f' % (d['files_per_s'], d['mb_per_s']))") || return
+  [[ -n ${STATS:-} ]] && mkdir -p "$STATS" && cp "$W/mnt0/.clairfs/stats.json" "$STATS/dist-$kib-$1.json"
+  echo "$rate"
 }
 remote=$(read_bench remote75)
 stop_ranks

@@ -29,8 +29,23 @@ inline constexpr uint8_t kResealPayload = 1;  // the node's checksum is computed
 inline constexpr uint8_t kResealFrames = 2;   // so is every frame entry's
 
 // protocol_fuzz: one selector byte (ProtocolMessage, modulo its count), then the message.
-enum class ProtocolMessage : uint8_t { kRequests = 0, kReplies = 1, kManifestEnvelope = 2 };
-inline constexpr uint8_t kProtocolMessages = 3;
+enum class ProtocolMessage : uint8_t {
+  kRequests = 0,
+  kReplies = 1,
+  kManifestEnvelope = 2,
+  kFrameRead = 3,  // FrameReadInput, then the bytes of a pack
+};
+inline constexpr uint8_t kProtocolMessages = 4;
+
+// A frame read (fs::PackRead with frame_at) served from the pack bytes that
+// follow, and the reader's split of the answer.
+struct FrameReadInput {
+  uint64_t payload;    // PackRead::offset: where the framed payload starts
+  uint64_t file_byte;  // PackRead::frame_at
+  uint32_t limit;      // the most bytes the answer may hold
+  uint32_t frame_len;  // the reader's destination for the frame
+};
+static_assert(sizeof(FrameReadInput) == 24);
 
 // Recomputes a serialized manifest's body and header checksums.
 inline void ResealManifest(std::vector<char>* bytes) {

@@ -12,6 +12,7 @@
 #include "fs/config/config.hpp"
 #include "fs/dist/manifest_envelope.hpp"
 #include "fs/net/protocol.hpp"
+#include "partitioner/format/codec.hpp"
 #include "partitioner/format/file_io.hpp"
 #include "partitioner/format/manifest.hpp"
 #include "tests/fuzz/fuzz_inputs.hpp"
@@ -70,7 +71,7 @@ std::vector<char> Selected(fuzz::ProtocolMessage kind, const std::vector<char>& 
 void ProtocolSeeds(const stdfs::path& corpus, const std::vector<char>& manifest) {
   using fuzz::ProtocolMessage;
   const std::vector<fs::wire::Request> reqs = {
-      {1, {0, 32, 4096}}, {2, {1, 8192, 100}}, {3, {2, 0, 32}}};
+      {1, {0, 32, 4096}}, {2, {1, 8192, 100}}, {3, {2, 0, 32}}, {4, {1, 32, 0, 5000}}};
   Write(corpus / "protocol" / "requests", Selected(ProtocolMessage::kRequests,
                                                    fs::wire::EncodeRequests(reqs)));
   const std::vector<fs::wire::Reply> replies = {
@@ -84,6 +85,22 @@ void ProtocolSeeds(const stdfs::path& corpus, const std::vector<char>& manifest)
   Write(corpus / "protocol" / "envelope-error",
         Selected(ProtocolMessage::kManifestEnvelope,
                  fs::EncodeManifestEnvelope(Result<std::vector<char>>(missing))));
+  // A frame read of a framed payload (3 frames, text and noise) after a pack header.
+  std::string text;
+  for (int i = 0; text.size() < 3 * 4096; ++i) text += "frame seed line " + std::to_string(i) + "\n";
+  std::vector<char> file(text.begin(), text.begin() + 3 * 4096);
+  for (size_t i = 4096; i < 8192; ++i) file[i] = static_cast<char>(i * 2654435761u >> 13);
+  format::PayloadEncoder encoder(format::EncodeOptions{.zstd_level = 3, .frame_size = 4096});
+  format::EncodedPayload enc;
+  if (encoder.Encode(file.data(), file.size(), &enc).ok()) {
+    std::vector<char> pack(sizeof(format::PackHeader), 0);
+    pack.insert(pack.end(), enc.bytes.begin(), enc.bytes.end());
+    for (uint64_t at : {uint64_t{100}, uint64_t{5000}}) {
+      const fuzz::FrameReadInput in{sizeof(format::PackHeader), at, 1u << 20, 4096};
+      Write(corpus / "protocol" / ("frame-read-" + std::to_string(at)),
+            Selected(ProtocolMessage::kFrameRead, Prefixed(in, pack)));
+    }
+  }
 }
 
 void ConfigSeeds(const stdfs::path& corpus) {

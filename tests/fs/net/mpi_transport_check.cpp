@@ -1,5 +1,6 @@
 // Run under `mpiexec -n N`: every rank reads from every other rank through
 // MpiTransport, pipelined, and checks each byte; exit 0 only if all matched.
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <future>
@@ -41,8 +42,8 @@ int main(int argc, char** argv) {
     auto p = std::make_shared<std::promise<void>>();
     waits.push_back(p->get_future());
     mpi.Read(peer, read, SteadyClock::now() + std::chrono::seconds(30),
-             [&, p, peer, read](Result<std::vector<char>> r) {
-               (r.ok() && *r == testing::ExpectedBytes(peer, read) ? good : bad)++;
+             [&, p, peer, read](Result<std::span<const char>> r) {
+               (r.ok() && std::ranges::equal(*r, testing::ExpectedBytes(peer, read)) ? good : bad)++;
                p->set_value();
              });
   }

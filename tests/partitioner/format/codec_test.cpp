@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -306,6 +307,125 @@ TEST_CASE("Decoder rejects a location that does not match the payload", "[codec]
   Status st = decoder.ReadAll(*s.pack, s.loc, &out, "ctx:file.bin");
   CHECK(st.IsCorruption());
   CHECK(st.message().find("ctx:file.bin") != std::string::npos);
+}
+
+// A pack that counts its reads; with `fetches`, it answers FetchFrame in one
+// call the way a peer's pack does (ReadTableAndFrame, then SplitTableAndFrame).
+class CountingFile final : public RandomAccessFile {
+ public:
+  CountingFile(MemoryFile& inner, bool fetches) : inner_(inner), fetches_(fetches) {}
+  Status ReadExact(uint64_t offset, size_t size, void* dst) const override {
+    ++reads;
+    return inner_.ReadExact(offset, size, dst);
+  }
+  const std::string& name() const override { return inner_.name(); }
+  std::optional<Result<bool>> FetchFrame(uint64_t payload, uint64_t file_byte, char* frame_dst,
+                                         size_t frame_len,
+                                         std::vector<char>* table) const override {
+    if (!fetches_) return std::nullopt;
+    ++fetched;
+    std::vector<char> answer;
+    const MemoryFile& f = inner_;
+    Status st = ReadTableAndFrame(
+        [&f](uint64_t off, size_t n, void* dst) { return f.ReadExact(off, n, dst); },
+        inner_.bytes().size(), payload, file_byte, 1u << 30, &answer);
+    if (!st.ok()) return Result<bool>(st);
+    answer[sizeof(FrameTableHeader) + 8] ^= corrupt_table ? 1 : 0;  // the first entry's checksum
+    return SplitTableAndFrame(answer.data(), answer.size(), frame_dst, frame_len, table);
+  }
+  mutable int reads = 0, fetched = 0;
+  bool corrupt_table = false;
+
+ private:
+  MemoryFile& inner_;
+  const bool fetches_;
+};
+
+TEST_CASE("Decoder keeps a verified frame table and reads a frame with one read", "[codec]") {
+  constexpr uint32_t kFrame = 4096;
+  const std::vector<char> data = MixedFrames(6 * kFrame + 100, kFrame, 11);
+  EncodedPayload enc = Encode(data, Frames(kFrame));
+  REQUIRE(enc.codec == Codec::kFramed);
+  const Stored s = Store(data, enc);
+  PayloadDecoder decoder;
+  std::vector<char> dst(data.size());
+  const auto frame = [&](uint64_t i) {
+    return std::vector<char>(data.begin() + i * kFrame,
+                             data.begin() + std::min<uint64_t>(data.size(), (i + 1) * kFrame));
+  };
+  SECTION("a local pack: the table is read once, then one read per frame") {
+    CountingFile pack(*s.pack, /*fetches=*/false);
+    std::shared_ptr<const FrameTable> table;
+    REQUIRE(decoder.Read(pack, s.loc, 2 * kFrame, kFrame, dst.data(), "f", &table).ok());
+    CHECK(pack.reads == 3);  // header, table, frame
+    REQUIRE(table != nullptr);
+    CHECK(table->entries.size() == 7);
+    for (uint64_t i = 0; i < 7; ++i) {
+      pack.reads = 0;
+      auto n = decoder.Read(pack, s.loc, i * kFrame, kFrame, dst.data(), "f", &table);
+      REQUIRE(n.ok());
+      CHECK(pack.reads == 1);
+      CHECK(testing::Mismatch(std::vector<char>(dst.begin(), dst.begin() + *n), frame(i)) == "");
+    }
+  }
+  SECTION("a peer's pack: the table comes with the first frame, in one fetch") {
+    CountingFile pack(*s.pack, /*fetches=*/true);
+    for (uint64_t i = 0; i < 7; ++i) {  // each frame first: in place when raw, else decoded
+      std::shared_ptr<const FrameTable> table;
+      auto n = decoder.Read(pack, s.loc, i * kFrame, kFrame, dst.data(), "f", &table);
+      REQUIRE(n.ok());
+      CHECK(testing::Mismatch(std::vector<char>(dst.begin(), dst.begin() + *n), frame(i)) == "");
+      CHECK(table != nullptr);
+    }
+    CHECK(pack.fetched == 7);
+    CHECK(pack.reads == 0);
+    // Partial reads and reads across frames, each with a table still to fetch.
+    std::mt19937_64 rng(5);
+    for (int i = 0; i < 200; ++i) {
+      const uint64_t off = rng() % data.size();
+      const size_t len = 1 + rng() % (3 * kFrame);
+      std::vector<char> got(len);
+      std::shared_ptr<const FrameTable> table;
+      auto n = decoder.Read(pack, s.loc, off, len, got.data(), "f", &table);
+      REQUIRE(n.ok());
+      CHECK(std::equal(got.begin(), got.begin() + *n, data.begin() + off));
+    }
+  }
+  SECTION("a table that fails its checksum is Corruption and is not kept") {
+    CountingFile pack(*s.pack, /*fetches=*/true);
+    pack.corrupt_table = true;
+    std::shared_ptr<const FrameTable> table;
+    auto n = decoder.Read(pack, s.loc, 0, kFrame, dst.data(), "f", &table);
+    CHECK(n.status().IsCorruption());
+    CHECK(table == nullptr);
+  }
+}
+
+TEST_CASE("A frame read is served within its bounds only", "[codec]") {
+  constexpr uint32_t kFrame = 4096;
+  const std::vector<char> data = MixedFrames(3 * kFrame, kFrame, 12);
+  EncodedPayload enc = Encode(data, Frames(kFrame));
+  const Stored s = Store(data, enc);
+  const MemoryFile& f = *s.pack;
+  const auto read = [&f](uint64_t off, size_t n, void* dst) { return f.ReadExact(off, n, dst); };
+  const uint64_t size = s.pack->bytes().size();
+  std::vector<char> out;
+  REQUIRE(ReadTableAndFrame(read, size, 32, 2 * kFrame, 1u << 20, &out).ok());
+  std::vector<char> table;
+  std::vector<char> frame(kFrame);
+  auto split = SplitTableAndFrame(out.data(), out.size(), frame.data(), frame.size(), &table);
+  REQUIRE(split.ok());
+  CHECK(ParseFrameTable(table.data(), table.size(), s.loc, "f").ok());
+  CHECK(ReadTableAndFrame(read, size, 32, 3 * kFrame, 1u << 20, &out).IsCorruption());  // no frame 3
+  CHECK(ReadTableAndFrame(read, size, 0, 0, 1u << 20, &out).IsCorruption());  // not a table
+  CHECK(ReadTableAndFrame(read, size, size - 8, 0, 1u << 20, &out).code() ==
+        Code::kInvalidArgument);                                               // past the pack
+  CHECK(ReadTableAndFrame(read, size, 32, 0, 100, &out).code() == Code::kInvalidArgument);
+  // An answer shorter than the table it starts with.
+  CHECK(SplitTableAndFrame(out.data(), 20, frame.data(), frame.size(), &table).status()
+            .IsCorruption());
+  CHECK(SplitTableAndFrame(out.data(), 3, frame.data(), frame.size(), &table).status()
+            .IsCorruption());
 }
 
 }  // namespace
