@@ -15,12 +15,14 @@ Result<std::unique_ptr<Planner>> Planner::Create(PlannerConfig config, PlannerIn
     if (!probe.ok()) return probe.status();
     if (probe->has_value()) {
       p->batches_ = std::make_unique<BatchStream>(p->config_.local_ranks, p->config_.start_epoch);
+      // No other thread has the planner yet; stats_ is written under mu_ all the same.
+      MutexLock lock(&p->mu_);
       p->stats_.batch_mode = true;
     }
   }
   if (p->config_.enabled) {
-    std::unique_lock<std::mutex> lock(p->mu_);
-    p->Extend(lock);
+    MutexLock lock(&p->mu_);
+    p->Extend(&lock);
     const bool none = p->batches_ ? p->batches_->empty() : p->stream_.empty();
     if (none && !p->order_error_.ok()) return p->order_error_;
   }
@@ -49,7 +51,7 @@ Planner::Planner(PlannerConfig config, PlannerInput input, PlannerShape shape, c
 }
 
 OpenResult Planner::OnOpen(FileId file) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   OpenResult r;
   r.at = clock_.Now();
   ++stats_.opens;
@@ -65,7 +67,7 @@ OpenResult Planner::OnOpen(FileId file) {
   if (!config_.enabled) return r;
   failures_.erase(file);
   if (batches_) {
-    OnBatchOpen(file, repeat, &r, lock);
+    OnBatchOpen(file, repeat, &r, &lock);
     return r;
   }
 
@@ -101,9 +103,9 @@ OpenResult Planner::OnOpen(FileId file) {
   }
   bool resync = NoteOutcome(file, found != kNever);
   if (resync) {
-    Resync(lock);
+    Resync(&lock);
   } else if (EpochToGenerate(/*urgent=*/true).has_value()) {
-    Extend(lock);
+    Extend(&lock);
   }
   return r;
 }
@@ -148,15 +150,15 @@ void Planner::EndStall(const OpenResult& open) {
 }
 
 void Planner::RecordStall(Clock::Duration waited) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   uint64_t ns = static_cast<uint64_t>(std::max<int64_t>(0, waited.count()));
   stats_.stall_ns += ns;
   stats_.max_stall_ns = std::max(stats_.max_stall_ns, ns);
 }
 
 void Planner::Maintain() {
-  std::unique_lock<std::mutex> lock(mu_);
-  Extend(lock);
+  MutexLock lock(&mu_);
+  Extend(&lock);
 }
 
 uint64_t Planner::MinTailTime() const {
@@ -307,7 +309,7 @@ std::vector<std::vector<FileId>> Planner::ToFiles(
 }
 
 PlannerStats Planner::Stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   PlannerStats s = stats_;
   s.lost = lost_;
   for (const auto& [epoch, counts] : per_epoch_) s.per_epoch.push_back(counts);
@@ -330,6 +332,7 @@ PlannerStats Planner::Stats() const {
 void Planner::ComputeLead(PlannerStats* s) const {
   if (stream_.empty()) return;
   uint64_t reach = stream_.Walk(MinTailTime(), [&](uint64_t, FileId f) {
+    mu_.AssertHeld();  // called back here, under mu_
     uint64_t bytes = resident_.ResidentBytes(f);
     if (bytes == kNever) return false;
     ++s->lead_files;
@@ -342,7 +345,7 @@ void Planner::ComputeLead(PlannerStats* s) const {
 }
 
 std::vector<RankPosition> Planner::Positions() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<RankPosition> out;
   for (uint32_t g = 0; g < shape_.ranks; ++g) {
     RankPosition p;

@@ -59,11 +59,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.hpp"
 #include "base/status.hpp"
 #include "prefetch/planner/batch_stream.hpp"
 #include "base/clock.hpp"
@@ -113,39 +113,39 @@ class Planner {
   Planner& operator=(const Planner&) = delete;
 
   // An open of `file` (any file id, predicted or not).
-  OpenResult OnOpen(FileId file);
+  OpenResult OnOpen(FileId file) CLAIRFS_EXCLUDES(mu_);
   // The open `open` (not ready) can now be served: records Now() - open.at.
-  void EndStall(const OpenResult& open);
+  void EndStall(const OpenResult& open) CLAIRFS_EXCLUDES(mu_);
   // Records a wait measured by the caller.
-  void RecordStall(Clock::Duration waited);
+  void RecordStall(Clock::Duration waited) CLAIRFS_EXCLUDES(mu_);
 
   // Up to `max` files to fetch now, in order of next use, with the evictions
   // that make room for them. Empty when disabled or lost.
-  FetchPlan NextFetches(size_t max);
+  FetchPlan NextFetches(size_t max) CLAIRFS_EXCLUDES(mu_);
   // A fetch completed: `file` now holds `bytes` in RAM (also accepted for a
   // file the planner did not plan). Returns files to drop to stay within the
   // budget, possibly `file` itself.
-  std::vector<FileId> OnFetched(FileId file, uint64_t bytes);
+  std::vector<FileId> OnFetched(FileId file, uint64_t bytes) CLAIRFS_EXCLUDES(mu_);
   // A planned fetch failed: the reservation is released; the file is planned
   // again until it failed max_fetch_retries times (reset by its next open).
-  void OnFetchFailed(FileId file);
+  void OnFetchFailed(FileId file) CLAIRFS_EXCLUDES(mu_);
   // The cache dropped `file` on its own.
-  void OnEvicted(FileId file);
+  void OnEvicted(FileId file) CLAIRFS_EXCLUDES(mu_);
   // Whether `file` is counted against the budget (resident or in flight).
-  bool Holds(FileId file) const;
+  bool Holds(FileId file) const CLAIRFS_EXCLUDES(mu_);
 
   // The resident file the policy would evict first; nullopt when none.
-  std::optional<FileId> Victim() const;
+  std::optional<FileId> Victim() const CLAIRFS_EXCLUDES(mu_);
   // A demand-read `file` of `bytes`: keep it if there is room, or if some
   // resident file is used later than it (or never); with no prediction the
   // oldest files make room.
-  Admission Admit(FileId file, uint64_t bytes);
+  Admission Admit(FileId file, uint64_t bytes) CLAIRFS_EXCLUDES(mu_);
 
   // Generates and integrates the next epoch if it will soon be needed.
-  void Maintain();
+  void Maintain() CLAIRFS_EXCLUDES(mu_);
 
-  PlannerStats Stats() const;
-  std::vector<RankPosition> Positions() const;
+  PlannerStats Stats() const CLAIRFS_EXCLUDES(mu_);
+  std::vector<RankPosition> Positions() const CLAIRFS_EXCLUDES(mu_);
   const PlannerShape& shape() const { return shape_; }
   const PlannerConfig& config() const { return config_; }
   // Whether the planner runs in batch mode (fixed at Create).
@@ -154,88 +154,101 @@ class Planner {
  private:
   Planner(PlannerConfig config, PlannerInput input, PlannerShape shape, const Clock& clock);
 
-  // All private methods expect mu_ held, except those taking a lock.
-  uint64_t MinTailTime() const;
-  uint64_t MaxHead() const;
-  uint64_t EffectiveKey(FileId f) const;
-  void Rekey(FileId f);
-  void RekeyAll(const std::vector<FileId>& files);
-  void Pin(FileId f);
-  void Remember(FileId f);  // records an open in the shared stream's memory
-  void Consume(uint64_t t);
-  void AdvanceTail(uint32_t slot);
-  void DropPassedEpochs();
-  void RewindScan(FileId f);
+  // Every private method but ToFiles expects mu_ held; those handed the
+  // caller's lock let it go while the order source runs.
+  uint64_t MinTailTime() const CLAIRFS_REQUIRES(mu_);
+  uint64_t MaxHead() const CLAIRFS_REQUIRES(mu_);
+  uint64_t EffectiveKey(FileId f) const CLAIRFS_REQUIRES(mu_);
+  void Rekey(FileId f) CLAIRFS_REQUIRES(mu_);
+  void RekeyAll(const std::vector<FileId>& files) CLAIRFS_REQUIRES(mu_);
+  void Pin(FileId f) CLAIRFS_REQUIRES(mu_);
+  void Remember(FileId f) CLAIRFS_REQUIRES(mu_);  // records an open in the shared stream's memory
+  void Consume(uint64_t t) CLAIRFS_REQUIRES(mu_);
+  void AdvanceTail(uint32_t slot) CLAIRFS_REQUIRES(mu_);
+  void DropPassedEpochs() CLAIRFS_REQUIRES(mu_);
+  void RewindScan(FileId f) CLAIRFS_REQUIRES(mu_);
   // Records an open's outcome; true when a resync attempt is due.
-  bool NoteOutcome(FileId f, bool located);
-  uint64_t RecoveryRun() const;  // located opens in a row that end a lost state
-  uint64_t FileSize(FileId f) const;
+  bool NoteOutcome(FileId f, bool located) CLAIRFS_REQUIRES(mu_);
+  // Located opens in a row that end a lost state.
+  uint64_t RecoveryRun() const CLAIRFS_REQUIRES(mu_);
+  uint64_t FileSize(FileId f) const CLAIRFS_REQUIRES(mu_);
   // The epoch an open belongs to: that of merged time `t`, or (kNever) the
   // epoch the furthest-behind local rank is in.
-  EpochCounts& EpochOf(uint64_t t);
+  EpochCounts& EpochOf(uint64_t t) CLAIRFS_REQUIRES(mu_);
+  // Reads only input_: needs no lock, and runs without it.
   std::vector<std::vector<FileId>> ToFiles(const std::vector<std::vector<Index>>& orders) const;
-  void ComputeLead(PlannerStats* s) const;
+  void ComputeLead(PlannerStats* s) const CLAIRFS_REQUIRES(mu_);
   // The key victims must exceed for a file with eviction key `key` to make
   // room: in batch mode nothing evicts a pinned batch's files.
-  uint64_t VictimBound(uint64_t key) const;
-  uint64_t NextUse(FileId f) const;  // the stream's or the batches' key
+  uint64_t VictimBound(uint64_t key) const CLAIRFS_REQUIRES(mu_);
+  uint64_t NextUse(FileId f) const CLAIRFS_REQUIRES(mu_);  // the stream's or the batches' key
 
   // Batch mode (planner_batch.cpp).
-  void OnBatchOpen(FileId file, bool repeat, OpenResult* r, std::unique_lock<std::mutex>& lock);
-  void BatchFetches(size_t max, FetchPlan* plan);
+  void OnBatchOpen(FileId file, bool repeat, OpenResult* r, MutexLock* lock) CLAIRFS_REQUIRES(mu_);
+  void BatchFetches(size_t max, FetchPlan* plan) CLAIRFS_REQUIRES(mu_);
   // Plans `f` (absent) with its victims; false when no room can be made.
-  bool PlanBatchFetch(FileId f, FetchPlan* plan);
-  void ExtendBatches(std::unique_lock<std::mutex>& lock);
-  void ComputeBatchLead(PlannerStats* s) const;
+  bool PlanBatchFetch(FileId f, FetchPlan* plan) CLAIRFS_REQUIRES(mu_);
+  void ExtendBatches(MutexLock* lock) CLAIRFS_REQUIRES(mu_);
+  void ComputeBatchLead(PlannerStats* s) const CLAIRFS_REQUIRES(mu_);
 
   // Extension and resync (planner_resync.cpp).
   // The epoch to generate next, if one is needed; `urgent` only when a
   // rank's window is about to run past what is materialised.
-  std::optional<uint64_t> EpochToGenerate(bool urgent = false) const;
-  void Extend(std::unique_lock<std::mutex>& lock);
-  void Resync(std::unique_lock<std::mutex>& lock);
+  std::optional<uint64_t> EpochToGenerate(bool urgent = false) const CLAIRFS_REQUIRES(mu_);
+  void Extend(MutexLock* lock) CLAIRFS_REQUIRES(mu_);
+  void Resync(MutexLock* lock) CLAIRFS_REQUIRES(mu_);
   void Rebase(uint64_t epoch, const std::vector<std::vector<FileId>>& slots,
-              const std::vector<std::pair<uint32_t, uint64_t>>& matched);
+              const std::vector<std::pair<uint32_t, uint64_t>>& matched) CLAIRFS_REQUIRES(mu_);
 
   const PlannerConfig config_;
   const PlannerInput input_;
   const PlannerShape shape_;
   const Clock& clock_;
 
-  mutable std::mutex mu_;  // guards everything below; the only lock
-  FutureStream stream_;
-  ResidentSet resident_;
-  std::vector<uint64_t> head_;  // by slot: one past the furthest entry located
-  std::vector<uint64_t> tail_;  // by slot: first entry that may still be opened
-  std::unique_ptr<BatchStream> batches_;  // batch mode; set once, in Create
-  uint64_t batch_scan_ = kBatchUnpinned;  // batch mode's scan_: an unpinned key
-  uint64_t next_epoch_ = 0;     // the epoch Extend appends next
-  uint64_t order_end_ = 0;      // no epoch at or after this is generated
-  Status order_error_;          // the order source's last failure
-  uint64_t scan_ = 0;           // NextFetches resumes here (merged time)
-  uint64_t rebase_gen_ = 0;     // bumps on every Rebase; stale work is discarded
-  bool extending_ = false;      // a thread is generating next_epoch_
-  bool resyncing_ = false;
-  bool lost_ = false;
-  uint64_t located_run_ = 0;       // located opens in a row
-  std::vector<uint8_t> outcomes_;  // ring over the last 2 x threshold opens: 1 = deviation
-  size_t outcome_pos_ = 0;
-  uint64_t ring_deviations_ = 0;
-  uint64_t devs_since_attempt_ = 0;
-  uint64_t resync_failures_ = 0;  // attempts in a row that found nothing (backoff)
-  uint64_t deep_cursor_ = 0;      // next epoch a resync generates
-  std::vector<FileId> recent_;    // the latest deviating opens, oldest first
-  std::vector<FileId> pins_;      // ring of recently opened files
-  size_t pin_pos_ = 0;
-  std::unordered_map<FileId, uint32_t> pinned_;
+  mutable Mutex mu_;  // guards everything below but batches_; the only lock
+  FutureStream stream_ CLAIRFS_GUARDED_BY(mu_);
+  ResidentSet resident_ CLAIRFS_GUARDED_BY(mu_);
+  // By slot: one past the furthest entry located.
+  std::vector<uint64_t> head_ CLAIRFS_GUARDED_BY(mu_);
+  // By slot: first entry that may still be opened.
+  std::vector<uint64_t> tail_ CLAIRFS_GUARDED_BY(mu_);
+  // Batch mode. Not guarded: set once, in Create, before the planner is
+  // shared. The BatchStream is used under mu_, except Prepare (in
+  // ExtendBatches), which reads only what its constructor fixed.
+  std::unique_ptr<BatchStream> batches_;
+  // Batch mode's scan_: an unpinned key.
+  uint64_t batch_scan_ CLAIRFS_GUARDED_BY(mu_) = kBatchUnpinned;
+  uint64_t next_epoch_ CLAIRFS_GUARDED_BY(mu_) = 0;  // the epoch Extend appends next
+  uint64_t order_end_ CLAIRFS_GUARDED_BY(mu_) = 0;   // no epoch at or after this is generated
+  Status order_error_ CLAIRFS_GUARDED_BY(mu_);       // the order source's last failure
+  uint64_t scan_ CLAIRFS_GUARDED_BY(mu_) = 0;        // NextFetches resumes here (merged time)
+  // Bumps on every Rebase; stale work is discarded.
+  uint64_t rebase_gen_ CLAIRFS_GUARDED_BY(mu_) = 0;
+  bool extending_ CLAIRFS_GUARDED_BY(mu_) = false;  // a thread is generating next_epoch_
+  bool resyncing_ CLAIRFS_GUARDED_BY(mu_) = false;
+  bool lost_ CLAIRFS_GUARDED_BY(mu_) = false;
+  uint64_t located_run_ CLAIRFS_GUARDED_BY(mu_) = 0;  // located opens in a row
+  // Ring over the last 2 x threshold opens: 1 = deviation.
+  std::vector<uint8_t> outcomes_ CLAIRFS_GUARDED_BY(mu_);
+  size_t outcome_pos_ CLAIRFS_GUARDED_BY(mu_) = 0;
+  uint64_t ring_deviations_ CLAIRFS_GUARDED_BY(mu_) = 0;
+  uint64_t devs_since_attempt_ CLAIRFS_GUARDED_BY(mu_) = 0;
+  // Attempts in a row that found nothing (backoff).
+  uint64_t resync_failures_ CLAIRFS_GUARDED_BY(mu_) = 0;
+  uint64_t deep_cursor_ CLAIRFS_GUARDED_BY(mu_) = 0;  // next epoch a resync generates
+  // The latest deviating opens, oldest first.
+  std::vector<FileId> recent_ CLAIRFS_GUARDED_BY(mu_);
+  std::vector<FileId> pins_ CLAIRFS_GUARDED_BY(mu_);  // ring of recently opened files
+  size_t pin_pos_ CLAIRFS_GUARDED_BY(mu_) = 0;
+  std::unordered_map<FileId, uint32_t> pinned_ CLAIRFS_GUARDED_BY(mu_);
   // A shared stream's memory of the last merge_window opens (ring + counts).
-  std::vector<FileId> opened_ring_;
-  size_t opened_pos_ = 0;
-  std::unordered_map<FileId, uint32_t> opened_;
-  std::unordered_map<FileId, uint32_t> failures_;
-  std::vector<uint8_t> oversize_seen_;
-  PlannerStats stats_;
-  std::map<uint64_t, EpochCounts> per_epoch_;
+  std::vector<FileId> opened_ring_ CLAIRFS_GUARDED_BY(mu_);
+  size_t opened_pos_ CLAIRFS_GUARDED_BY(mu_) = 0;
+  std::unordered_map<FileId, uint32_t> opened_ CLAIRFS_GUARDED_BY(mu_);
+  std::unordered_map<FileId, uint32_t> failures_ CLAIRFS_GUARDED_BY(mu_);
+  std::vector<uint8_t> oversize_seen_ CLAIRFS_GUARDED_BY(mu_);
+  PlannerStats stats_ CLAIRFS_GUARDED_BY(mu_);
+  std::map<uint64_t, EpochCounts> per_epoch_ CLAIRFS_GUARDED_BY(mu_);
 };
 
 }  // namespace clairfs::prefetch

@@ -6,14 +6,14 @@
 
 namespace clairfs::prefetch {
 
-void Planner::OnBatchOpen(FileId file, bool repeat, OpenResult* r,
-                          std::unique_lock<std::mutex>& lock) {
+void Planner::OnBatchOpen(FileId file, bool repeat, OpenResult* r, MutexLock* lock) {
   std::vector<FileId> changed;
   BatchStream::Located at = batches_->Open(file, repeat, &changed);
   changed.push_back(file);  // an open moves its own key on
   if (at.pinned != nullptr) {
     ++stats_.batches_pinned;
     const bool whole = std::all_of(at.pinned->begin(), at.pinned->end(), [&](FileId f) {
+      mu_.AssertHeld();  // called back here, under mu_
       return resident_.state(f) == ResidentSet::State::kResident;
     });
     stats_.batches_ready += whole ? 1 : 0;
@@ -45,6 +45,7 @@ void Planner::BatchFetches(size_t max, FetchPlan* plan) {
   bool room = true;
   // The begun batches first, in the order they were begun.
   batches_->WalkPinned([&](FileId f) {
+    mu_.AssertHeld();  // called back here, under mu_
     if (resident_.state(f) != ResidentSet::State::kAbsent) return true;
     room = PlanBatchFetch(f, plan);
     if (!room) ++stats_.short_budget_stops;
@@ -54,6 +55,7 @@ void Planner::BatchFetches(size_t max, FetchPlan* plan) {
     // Then the candidates not begun, whole batches in key order; everything
     // before batch_scan_ is resident, in flight or skipped.
     batch_scan_ = batches_->WalkUnpinned(batch_scan_, [&](uint64_t, FileId f) {
+      mu_.AssertHeld();  // called back here, under mu_
       if (resident_.state(f) != ResidentSet::State::kAbsent) return true;
       room = PlanBatchFetch(f, plan);
       return room && plan->fetch.size() < max;
@@ -92,14 +94,14 @@ bool Planner::PlanBatchFetch(FileId f, FetchPlan* plan) {
   return true;
 }
 
-void Planner::ExtendBatches(std::unique_lock<std::mutex>& lock) {
+void Planner::ExtendBatches(MutexLock* lock) {
   while (!extending_) {
     std::optional<uint64_t> epoch = EpochToGenerate();
     if (!epoch) return;
     extending_ = true;
     const std::vector<uint64_t> ranks = batches_->ranks();
     // The sampler (a permutation of the dataset) runs without the lock.
-    lock.unlock();
+    MutexUnlock unlocked(lock, &mu_);
     std::vector<BatchUnits> units;
     Status error;
     for (uint64_t rank : ranks) {
@@ -132,7 +134,7 @@ void Planner::ExtendBatches(std::unique_lock<std::mutex>& lock) {
     // Indexing the epoch's entries (a sort) needs no lock either.
     std::optional<BatchStream::Prepared> prepared;
     if (error.ok()) prepared = batches_->Prepare(*epoch, std::move(units));
-    lock.lock();
+    unlocked.Relock();
     extending_ = false;
     if (next_epoch_ != *epoch) continue;
     if (!error.ok()) {
@@ -151,6 +153,7 @@ void Planner::ExtendBatches(std::unique_lock<std::mutex>& lock) {
 void Planner::ComputeBatchLead(PlannerStats* s) const {
   batches_->WalkCurrent(
       [&](FileId f) {
+        mu_.AssertHeld();  // called back here, under mu_
         uint64_t bytes = resident_.ResidentBytes(f);
         if (bytes == kNever) return;
         ++s->lead_files;
@@ -158,6 +161,7 @@ void Planner::ComputeBatchLead(PlannerStats* s) const {
       },
       [&](const std::vector<FileId>& files) {
         const bool whole = std::all_of(files.begin(), files.end(), [&](FileId f) {
+          mu_.AssertHeld();  // called back here, under mu_
           return resident_.state(f) == ResidentSet::State::kResident;
         });
         s->lead_steps += whole ? 1 : 0;

@@ -7,12 +7,12 @@
 namespace clairfs::prefetch {
 
 FetchPlan Planner::NextFetches(size_t max) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   FetchPlan plan;
   if (!config_.enabled || lost_ || max == 0) return plan;
   if (batches_) {
     BatchFetches(max, &plan);
-    if (EpochToGenerate().has_value()) Extend(lock);
+    if (EpochToGenerate().has_value()) Extend(&lock);
     return plan;
   }
   // Everything before scan_ is resident, in flight, opened or skipped; the
@@ -55,12 +55,12 @@ FetchPlan Planner::NextFetches(size_t max) {
   stats_.fetches_planned += plan.fetch.size();
   stats_.peak_used_bytes = std::max(stats_.peak_used_bytes, resident_.used());
   // The prefetch threads generate the next epoch, off the FUSE path.
-  if (EpochToGenerate().has_value()) Extend(lock);
+  if (EpochToGenerate().has_value()) Extend(&lock);
   return plan;
 }
 
 std::vector<FileId> Planner::OnFetched(FileId file, uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<FileId> drop;
   if (bytes > resident_.budget()) {
     resident_.Remove(file);
@@ -91,7 +91,7 @@ std::vector<FileId> Planner::OnFetched(FileId file, uint64_t bytes) {
 }
 
 void Planner::OnFetchFailed(FileId file) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (resident_.state(file) != ResidentSet::State::kInFlight) return;
   resident_.Remove(file);
   ++failures_[file];
@@ -99,7 +99,7 @@ void Planner::OnFetchFailed(FileId file) {
 }
 
 void Planner::OnEvicted(FileId file) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (resident_.state(file) == ResidentSet::State::kAbsent) return;
   resident_.Remove(file);
   ++stats_.external_evictions;
@@ -107,19 +107,19 @@ void Planner::OnEvicted(FileId file) {
 }
 
 bool Planner::Holds(FileId file) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return resident_.state(file) != ResidentSet::State::kAbsent;
 }
 
 std::optional<FileId> Planner::Victim() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   FileId f = resident_.Furthest();
   if (f == kNoFile) return std::nullopt;
   return f;
 }
 
 Admission Planner::Admit(FileId file, uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Admission a;
   if (resident_.state(file) != ResidentSet::State::kAbsent || bytes > resident_.budget()) {
     ++stats_.rejections;

@@ -78,7 +78,7 @@ std::optional<uint64_t> Planner::EpochToGenerate(bool urgent) const {
   return std::nullopt;
 }
 
-void Planner::Extend(std::unique_lock<std::mutex>& lock) {
+void Planner::Extend(MutexLock* lock) {
   if (batches_) {
     ExtendBatches(lock);
     return;
@@ -89,11 +89,11 @@ void Planner::Extend(std::unique_lock<std::mutex>& lock) {
     extending_ = true;
     const uint64_t gen = rebase_gen_;
     // The sampler (a randperm of the whole dataset) runs without the lock.
-    lock.unlock();
+    MutexUnlock unlocked(lock, &mu_);
     Result<std::vector<std::vector<Index>>> orders = input_.order(config_.local_ranks, *epoch);
     std::vector<std::vector<FileId>> files;
     if (orders.ok()) files = ToFiles(*orders);
-    lock.lock();
+    unlocked.Relock();
     extending_ = false;
     if (gen != rebase_gen_ || next_epoch_ != *epoch) continue;  // a resync moved on
     if (!orders.ok()) {
@@ -109,7 +109,7 @@ void Planner::Extend(std::unique_lock<std::mutex>& lock) {
   }
 }
 
-void Planner::Resync(std::unique_lock<std::mutex>& lock) {
+void Planner::Resync(MutexLock* lock) {
   resyncing_ = true;
   devs_since_attempt_ = 0;
   ++stats_.resync_attempts;
@@ -136,7 +136,7 @@ void Planner::Resync(std::unique_lock<std::mutex>& lock) {
     bool materialised = !stream_.empty() && e >= stream_.first_epoch() && e <= stream_.last_epoch();
     if (!materialised) deep.push_back(e);
   }
-  lock.unlock();
+  MutexUnlock unlocked(lock, &mu_);
   for (uint64_t e : deep) {
     Result<std::vector<std::vector<Index>>> orders = input_.order(config_.local_ranks, e);
     if (orders.ok()) candidates.push_back({e, ToFiles(*orders)});
@@ -150,7 +150,7 @@ void Planner::Resync(std::unique_lock<std::mutex>& lock) {
       best = &c;
     }
   }
-  lock.lock();
+  unlocked.Relock();
   resyncing_ = false;
   // Tracking recovered (or another resync jumped) while the lock was free.
   if (gen != rebase_gen_ || located_run_ >= RecoveryRun()) {
