@@ -51,7 +51,7 @@ Cluster::~Cluster() {
 
 Status Cluster::Agree(const Status& local, std::chrono::milliseconds wait) {
   if (!transport_) return local;
-  auto all = transport_->Gather(local.ok() ? 1 : 0, SteadyClock::now() + wait);
+  auto all = transport_->Gather(local.ok() ? 1 : 0, std::chrono::steady_clock::now() + wait);
   if (!all.ok()) {
     return Status::IOError("start-up: not every rank reached the same step within " +
                            std::to_string(wait.count()) + " ms (see the other ranks' logs)",
@@ -84,7 +84,7 @@ Status Cluster::Start(const ClusterOptions& o) {
   }
   if (transport_) {
     CLAIRFS_RETURN_IF_ERROR(
-        transport_->Broadcast(&envelope, 0, SteadyClock::now() + o.start_timeout));
+        transport_->Broadcast(&envelope, 0, std::chrono::steady_clock::now() + o.start_timeout));
   }
   if (!read.ok()) return read;
   auto bytes = DecodeManifestEnvelope(std::move(envelope));
@@ -177,7 +177,7 @@ Status Cluster::Shutdown(std::chrono::milliseconds wait) {
   shut_down_ = true;
   Status st;
   if (transport_) {
-    st = transport_->Barrier(SteadyClock::now() + wait);
+    st = transport_->Barrier(std::chrono::steady_clock::now() + wait);
     if (!st.ok()) {
       Log(LogLevel::kWarn, "not every rank reached shutdown within " +
                                std::to_string(wait.count()) + " ms: " + st.message());

@@ -71,7 +71,7 @@ class DistributedPackStore::RemotePack final : public format::RandomAccessFile {
     DistCounters& c = store_->counters_;
     for (int owner : store_->ownership_.Owners(p_)) {
       if (owner == store_->rank_ || store_->Suspect(owner)) continue;
-      const auto deadline = SteadyClock::now() + store_->options_.peer_timeout;
+      const auto deadline = std::chrono::steady_clock::now() + store_->options_.peer_timeout;
       Status st = ReadSync(*store_->transport_, owner, read, deadline, take);
       if (st.ok()) {
         c.peer_reads++;
@@ -226,11 +226,11 @@ Result<std::vector<char>> DistributedPackStore::Serve(int peer, const PackRead& 
 }
 
 bool DistributedPackStore::Suspect(int peer) const {
-  return SteadyClock::now().time_since_epoch().count() < suspect_until_[peer].load();
+  return std::chrono::steady_clock::now().time_since_epoch().count() < suspect_until_[peer].load();
 }
 
 void DistributedPackStore::MarkSuspect(int peer) {
-  const auto until = SteadyClock::now() + options_.suspect_for;
+  const auto until = std::chrono::steady_clock::now() + options_.suspect_for;
   if (!Suspect(peer)) {
     Log(LogLevel::kWarn, "peer rank " + std::to_string(peer) + " did not answer within " +
                              std::to_string(options_.peer_timeout.count()) +

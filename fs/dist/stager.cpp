@@ -63,7 +63,7 @@ void Stager::Wait() {
 }
 
 std::vector<std::string> Stager::errors() const {
-  std::lock_guard lk(mu_);
+  MutexLock lock(&mu_);
   return errors_;
 }
 
@@ -77,7 +77,7 @@ void Stager::Worker() {
       progress_.packs_failed++;
       Log(LogLevel::kError, "staging " + manifest_->PackName(p) + " failed, reads of it go to " +
                                 dataset_dir_ + ": " + st.message());
-      std::lock_guard lk(mu_);
+      MutexLock lock(&mu_);
       errors_.push_back(manifest_->PackName(p) + ": " + st.message());
     }
     progress_.packs_done++;
@@ -115,7 +115,7 @@ Status Stager::StageOne(uint32_t p) {
   }
   auto file = format::OpenPack(local_dir_, *manifest_, p);
   if (!file.ok()) return file.status();
-  std::lock_guard lk(mu_);
+  MutexLock lock(&mu_);
   owned_[p] = std::move(file).value();
   staged_[p].store(owned_[p].get(), std::memory_order_release);
   return Status::Ok();

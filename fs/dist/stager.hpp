@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/mutex.hpp"
 #include "partitioner/format/file_io.hpp"
 #include "partitioner/format/manifest.hpp"
 
@@ -77,9 +78,9 @@ class Stager {
   std::atomic<bool> cancel_{false};
   std::atomic<unsigned> running_{0};
   std::vector<std::atomic<const format::RandomAccessFile*>> staged_;
-  mutable std::mutex mu_;  // guards owned_ and errors_
-  std::vector<std::unique_ptr<format::PosixRandomAccessFile>> owned_;
-  std::vector<std::string> errors_;
+  mutable Mutex mu_;
+  std::vector<std::unique_ptr<format::PosixRandomAccessFile>> owned_ CLAIRFS_GUARDED_BY(mu_);
+  std::vector<std::string> errors_ CLAIRFS_GUARDED_BY(mu_);
   std::vector<std::thread> workers_;
   std::chrono::steady_clock::time_point start_;
 };

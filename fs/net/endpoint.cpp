@@ -26,14 +26,14 @@ Endpoint::Endpoint(int rank, int size, Transport::ServeFn serve, int server_thre
 
 Endpoint::~Endpoint() { Stop(); }
 
-void Endpoint::Read(int peer, const PackRead& read, SteadyClock::time_point deadline,
+void Endpoint::Read(int peer, const PackRead& read, std::chrono::steady_clock::time_point deadline,
                     Transport::ReplyFn done) {
   if (peer < 0 || peer >= size_ || peer == rank_) {
     done(Status::InvalidArgument("no peer rank " + std::to_string(peer)));
     return;
   }
   {
-    std::lock_guard lk(mu_);
+    MutexLock lock(&mu_);
     if (!stopped_) {
       const uint64_t id = next_id_++;
       pending_.emplace(id, Pending{peer, deadline, std::move(done)});
@@ -41,7 +41,7 @@ void Endpoint::Read(int peer, const PackRead& read, SteadyClock::time_point dead
       out_requests_[peer].push_back({id, read});
       has_outgoing_ = true;
       counters_.reads_sent++;
-      out_cv_.notify_one();
+      out_cv_.NotifyOne();
       return;
     }
   }
@@ -50,7 +50,7 @@ void Endpoint::Read(int peer, const PackRead& read, SteadyClock::time_point dead
 
 std::vector<OutMessage> Endpoint::TakeOutgoing() {
   std::vector<OutMessage> out;
-  std::lock_guard lk(mu_);
+  MutexLock lock(&mu_);
   if (!has_outgoing_) return out;
   for (int p = 0; p < size_; ++p) {
     auto& reqs = out_requests_[p];
@@ -94,7 +94,7 @@ void Endpoint::Deliver(int peer, MessageKind kind, const char* data, size_t size
         later.push_back(r);
       }
     }
-    std::lock_guard lk(mu_);
+    MutexLock lock(&mu_);
     for (auto& reply : now) out_replies_[peer].push_back(std::move(reply));
     if (!now.empty()) has_outgoing_ = true;
     for (auto& r : later) {
@@ -104,9 +104,9 @@ void Endpoint::Deliver(int peer, MessageKind kind, const char* data, size_t size
         continue;
       }
       jobs_.push_back({peer, r});
-      job_cv_.notify_one();  // one server thread per request, not all of them
+      job_cv_.NotifyOne();  // one server thread per request, not all of them
     }
-    out_cv_.notify_one();
+    out_cv_.NotifyOne();
     return;
   }
   auto replies = wire::DecodeReplies(data, size);
@@ -128,7 +128,7 @@ void Endpoint::Deliver(int peer, MessageKind kind, const char* data, size_t size
 void Endpoint::Complete(uint64_t id, Result<std::span<const char>> result) {
   Transport::ReplyFn done;
   {
-    std::lock_guard lk(mu_);
+    MutexLock lock(&mu_);
     auto it = pending_.find(id);
     if (it == pending_.end()) {
       counters_.unknown_replies++;
@@ -147,11 +147,11 @@ void Endpoint::Complete(uint64_t id, Result<std::span<const char>> result) {
   done(std::move(result));
 }
 
-SteadyClock::time_point Endpoint::ExpireDeadlines(SteadyClock::time_point now) {
+std::chrono::steady_clock::time_point Endpoint::ExpireDeadlines(std::chrono::steady_clock::time_point now) {
   std::vector<std::pair<int, Transport::ReplyFn>> expired;
-  SteadyClock::time_point next = SteadyClock::time_point::max();
+  std::chrono::steady_clock::time_point next = std::chrono::steady_clock::time_point::max();
   {
-    std::lock_guard lk(mu_);
+    MutexLock lock(&mu_);
     while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
       const uint64_t id = deadlines_.begin()->second;
       deadlines_.erase(deadlines_.begin());
@@ -169,17 +169,18 @@ SteadyClock::time_point Endpoint::ExpireDeadlines(SteadyClock::time_point now) {
   return next;
 }
 
-void Endpoint::WaitForOutgoing(SteadyClock::time_point until) {
-  std::unique_lock lk(mu_);
-  out_cv_.wait_until(lk, until, [this] { return has_outgoing_ || stopped_; });
+void Endpoint::WaitForOutgoing(std::chrono::steady_clock::time_point until) {
+  MutexLock lock(&mu_);
+  while (!has_outgoing_ && !stopped_ && out_cv_.WaitUntil(&lock, until)) {
+  }
 }
 
 void Endpoint::ServerLoop() {
   for (;;) {
     Job job;
     {
-      std::unique_lock lk(mu_);
-      job_cv_.wait(lk, [this] { return stopped_ || !jobs_.empty(); });
+      MutexLock lock(&mu_);
+      while (!stopped_ && jobs_.empty()) job_cv_.Wait(&lock);
       if (stopped_) return;
       job = jobs_.front();
       jobs_.pop_front();
@@ -187,10 +188,10 @@ void Endpoint::ServerLoop() {
     const PackRead& r = job.request.read;
     wire::Reply reply = r.length > kMaxReadBytes ? wire::Reply{job.request.id, EINVAL, {}}
                                                  : Answer(job.request, serve_(job.peer, r));
-    std::lock_guard lk(mu_);
+    MutexLock lock(&mu_);
     out_replies_[job.peer].push_back(std::move(reply));
     has_outgoing_ = true;
-    out_cv_.notify_one();
+    out_cv_.NotifyOne();
   }
 }
 
@@ -209,14 +210,14 @@ wire::Reply Endpoint::Answer(const wire::Request& request, Result<std::vector<ch
 void Endpoint::Stop() {
   std::unordered_map<uint64_t, Pending> pending;
   {
-    std::lock_guard lk(mu_);
+    MutexLock lock(&mu_);
     if (stopped_ && servers_.empty()) return;
     stopped_ = true;
     pending.swap(pending_);
     deadlines_.clear();
   }
-  job_cv_.notify_all();
-  out_cv_.notify_all();
+  job_cv_.NotifyAll();
+  out_cv_.NotifyAll();
   for (auto& t : servers_) t.join();
   servers_.clear();
   for (auto& [id, p] : pending) p.done(Status::IOError("transport stopped", ESHUTDOWN));

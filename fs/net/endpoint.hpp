@@ -11,7 +11,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -21,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.hpp"
 #include "fs/net/protocol.hpp"
 #include "fs/net/transport.hpp"
 
@@ -55,7 +55,7 @@ class Endpoint {
   ~Endpoint();
 
   // Client side.
-  void Read(int peer, const PackRead& read, SteadyClock::time_point deadline,
+  void Read(int peer, const PackRead& read, std::chrono::steady_clock::time_point deadline,
             Transport::ReplyFn done);
 
   // Progress side: messages ready to send (at most one request and one reply
@@ -63,9 +63,9 @@ class Endpoint {
   std::vector<OutMessage> TakeOutgoing();
   void Deliver(int peer, MessageKind kind, const char* data, size_t size);
   // Fails reads whose deadline has passed; returns the next deadline.
-  SteadyClock::time_point ExpireDeadlines(SteadyClock::time_point now);
+  std::chrono::steady_clock::time_point ExpireDeadlines(std::chrono::steady_clock::time_point now);
   // Blocks until there is something to send or `until`, whichever is first.
-  void WaitForOutgoing(SteadyClock::time_point until);
+  void WaitForOutgoing(std::chrono::steady_clock::time_point until);
   // Completes every outstanding read with an error and stops the servers.
   void Stop();
 
@@ -74,7 +74,7 @@ class Endpoint {
  private:
   struct Pending {
     int peer;
-    SteadyClock::time_point deadline;
+    std::chrono::steady_clock::time_point deadline;
     Transport::ReplyFn done;
   };
   struct Job {
@@ -92,17 +92,19 @@ class Endpoint {
   const size_t max_queued_;
   EndpointCounters counters_;
 
-  std::mutex mu_;
-  std::condition_variable out_cv_;  // something to send
-  std::condition_variable job_cv_;  // a request to serve, or stop
-  bool stopped_ = false;
-  uint64_t next_id_ = 1;
-  std::unordered_map<uint64_t, Pending> pending_;
-  std::multimap<SteadyClock::time_point, uint64_t> deadlines_;
-  std::vector<std::vector<wire::Request>> out_requests_;  // per peer
-  std::vector<std::vector<wire::Reply>> out_replies_;     // per peer
-  bool has_outgoing_ = false;
-  std::deque<Job> jobs_;
+  Mutex mu_;
+  CondVar out_cv_;  // something to send
+  CondVar job_cv_;  // a request to serve, or stop
+  bool stopped_ CLAIRFS_GUARDED_BY(mu_) = false;
+  uint64_t next_id_ CLAIRFS_GUARDED_BY(mu_) = 1;
+  std::unordered_map<uint64_t, Pending> pending_ CLAIRFS_GUARDED_BY(mu_);
+  std::multimap<std::chrono::steady_clock::time_point, uint64_t> deadlines_ CLAIRFS_GUARDED_BY(mu_);
+  // Per peer.
+  std::vector<std::vector<wire::Request>> out_requests_ CLAIRFS_GUARDED_BY(mu_);
+  std::vector<std::vector<wire::Reply>> out_replies_ CLAIRFS_GUARDED_BY(mu_);
+  bool has_outgoing_ CLAIRFS_GUARDED_BY(mu_) = false;
+  std::deque<Job> jobs_ CLAIRFS_GUARDED_BY(mu_);
+  // Started by the constructor, joined by Stop() (the owner's thread).
   std::vector<std::thread> servers_;
 };
 

@@ -8,23 +8,23 @@ LoopbackFabric::LoopbackFabric(int size)
     : size_(size), inbox_(size), dead_(size, false), damage_replies_(size, false) {}
 
 void LoopbackFabric::SetDead(int rank, bool dead) {
-  std::lock_guard lk(mu_);
+  MutexLock lock(&mu_);
   dead_[rank] = dead;
   if (dead) inbox_[rank].clear();
 }
 
 void LoopbackFabric::SetDelay(std::chrono::microseconds delay) {
-  std::lock_guard lk(mu_);
+  MutexLock lock(&mu_);
   delay_ = delay;
 }
 
 void LoopbackFabric::SetReorder(bool reorder) {
-  std::lock_guard lk(mu_);
+  MutexLock lock(&mu_);
   reorder_ = reorder;
 }
 
 void LoopbackFabric::SetDamageReplies(int rank, bool damage) {
-  std::lock_guard lk(mu_);
+  MutexLock lock(&mu_);
   damage_replies_[rank] = damage;
 }
 
@@ -33,11 +33,11 @@ void LoopbackFabric::Inject(int from, int to, MessageKind kind, std::vector<char
 }
 
 void LoopbackFabric::Send(int from, int to, MessageKind kind, std::vector<char> bytes) {
-  std::lock_guard lk(mu_);
+  MutexLock lock(&mu_);
   if (to < 0 || to >= size_ || dead_[to] || dead_[from]) return;
   if (kind == MessageKind::kReplies && damage_replies_[from] && !bytes.empty()) bytes.back() ^= 0x40;
   auto& q = inbox_[to];
-  Message m{SteadyClock::now() + delay_, from, kind, std::move(bytes)};
+  Message m{std::chrono::steady_clock::now() + delay_, from, kind, std::move(bytes)};
   if (reorder_ && !q.empty()) {
     q.insert(q.begin() + static_cast<long>(rng_() % (q.size() + 1)), std::move(m));
   } else {
@@ -47,8 +47,8 @@ void LoopbackFabric::Send(int from, int to, MessageKind kind, std::vector<char> 
 
 std::vector<LoopbackFabric::Message> LoopbackFabric::Receive(int rank) {
   std::vector<Message> out;
-  std::lock_guard lk(mu_);
-  const auto now = SteadyClock::now();
+  MutexLock lock(&mu_);
+  const auto now = std::chrono::steady_clock::now();
   auto& q = inbox_[rank];
   for (auto it = q.begin(); it != q.end();) {
     if (it->ready <= now) {
@@ -62,35 +62,41 @@ std::vector<LoopbackFabric::Message> LoopbackFabric::Receive(int rank) {
 }
 
 Status LoopbackFabric::Broadcast(int rank, std::vector<char>* bytes, int root,
-                                 SteadyClock::time_point deadline) {
-  std::unique_lock lk(mu_);
+                                 std::chrono::steady_clock::time_point deadline) {
+  MutexLock lock(&mu_);
   const Status late = Status::IOError("broadcast: not every rank took part in time", ETIMEDOUT);
   if (rank == root) {
     bcast_[root] = *bytes;
     bcast_taken_ = 0;
-    bcast_cv_.notify_all();
+    bcast_cv_.NotifyAll();
     // Wait until every other rank has its copy, as MPI_Bcast would.
-    const bool all = bcast_cv_.wait_until(lk, deadline, [&] { return bcast_taken_ == size_ - 1; });
+    while (bcast_taken_ != size_ - 1 && bcast_cv_.WaitUntil(&lock, deadline)) {
+    }
+    const bool all = bcast_taken_ == size_ - 1;
     bcast_.erase(root);
     return all ? Status::Ok() : late;
   }
-  if (!bcast_cv_.wait_until(lk, deadline, [&] { return bcast_.count(root) > 0; })) return late;
+  while (bcast_.count(root) == 0 && bcast_cv_.WaitUntil(&lock, deadline)) {
+  }
+  if (bcast_.count(root) == 0) return late;
   *bytes = bcast_[root];
   ++bcast_taken_;
-  bcast_cv_.notify_all();
+  bcast_cv_.NotifyAll();
   return Status::Ok();
 }
 
 Result<std::vector<int>> LoopbackFabric::Gather(int rank, int value,
-                                               SteadyClock::time_point deadline) {
-  std::unique_lock lk(mu_);
+                                               std::chrono::steady_clock::time_point deadline) {
+  MutexLock lock(&mu_);
   const uint64_t generation = gather_arrived_++ / size_;
   GatherRound& round = gathers_[generation];
   if (round.values.empty()) round.values.assign(size_, 0);
   round.values[rank] = value;
   ++round.arrived;
-  bcast_cv_.notify_all();
-  if (!bcast_cv_.wait_until(lk, deadline, [&] { return round.arrived == size_; })) {
+  bcast_cv_.NotifyAll();
+  while (round.arrived != size_ && bcast_cv_.WaitUntil(&lock, deadline)) {
+  }
+  if (round.arrived != size_) {
     return Status::IOError("gather: not every rank took part in time", ETIMEDOUT);
   }
   std::vector<int> out = round.values;
@@ -98,12 +104,14 @@ Result<std::vector<int>> LoopbackFabric::Gather(int rank, int value,
   return out;
 }
 
-Status LoopbackFabric::Barrier(SteadyClock::time_point deadline) {
-  std::unique_lock lk(mu_);
+Status LoopbackFabric::Barrier(std::chrono::steady_clock::time_point deadline) {
+  MutexLock lock(&mu_);
   const uint64_t generation = barrier_arrived_ / size_;
   ++barrier_arrived_;
-  bcast_cv_.notify_all();
-  if (!bcast_cv_.wait_until(lk, deadline, [&] { return barrier_arrived_ / size_ > generation; })) {
+  bcast_cv_.NotifyAll();
+  while (barrier_arrived_ / size_ <= generation && bcast_cv_.WaitUntil(&lock, deadline)) {
+  }
+  if (barrier_arrived_ / size_ <= generation) {
     return Status::IOError("barrier: not every rank arrived in time", ETIMEDOUT);
   }
   return Status::Ok();
@@ -115,11 +123,11 @@ LoopbackTransport::LoopbackTransport(std::shared_ptr<LoopbackFabric> fabric, int
 LoopbackTransport::~LoopbackTransport() { Stop(); }
 
 Status LoopbackTransport::Broadcast(std::vector<char>* bytes, int root,
-                                    SteadyClock::time_point deadline) {
+                                    std::chrono::steady_clock::time_point deadline) {
   return fabric_->Broadcast(rank_, bytes, root, deadline);
 }
 
-Result<std::vector<int>> LoopbackTransport::Gather(int value, SteadyClock::time_point deadline) {
+Result<std::vector<int>> LoopbackTransport::Gather(int value, std::chrono::steady_clock::time_point deadline) {
   return fabric_->Gather(rank_, value, deadline);
 }
 
@@ -130,7 +138,7 @@ Status LoopbackTransport::Start(ServeFn serve, int server_threads, ServeNowFn se
   return Status::Ok();
 }
 
-void LoopbackTransport::Read(int peer, const PackRead& read, SteadyClock::time_point deadline,
+void LoopbackTransport::Read(int peer, const PackRead& read, std::chrono::steady_clock::time_point deadline,
                              ReplyFn done) {
   if (!endpoint_) {
     done(Status::IOError("transport not started", ESHUTDOWN));
@@ -139,7 +147,7 @@ void LoopbackTransport::Read(int peer, const PackRead& read, SteadyClock::time_p
   endpoint_->Read(peer, read, deadline, std::move(done));
 }
 
-Status LoopbackTransport::Barrier(SteadyClock::time_point deadline) {
+Status LoopbackTransport::Barrier(std::chrono::steady_clock::time_point deadline) {
   return fabric_->Barrier(deadline);
 }
 
@@ -147,7 +155,7 @@ void LoopbackTransport::Progress() {
   while (!stop_) {
     for (auto& m : endpoint_->TakeOutgoing()) fabric_->Send(rank_, m.peer, m.kind, std::move(m.bytes));
     for (auto& m : fabric_->Receive(rank_)) endpoint_->Deliver(m.from, m.kind, m.bytes.data(), m.bytes.size());
-    const auto now = SteadyClock::now();
+    const auto now = std::chrono::steady_clock::now();
     const auto next = endpoint_->ExpireDeadlines(now);
     endpoint_->WaitForOutgoing(std::min(next, now + std::chrono::microseconds(200)));
   }

@@ -9,7 +9,6 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <map>
 #include <memory>
@@ -18,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/mutex.hpp"
 #include "fs/net/endpoint.hpp"
 #include "fs/net/transport.hpp"
 
@@ -40,7 +40,7 @@ class LoopbackFabric {
  private:
   friend class LoopbackTransport;
   struct Message {
-    SteadyClock::time_point ready;
+    std::chrono::steady_clock::time_point ready;
     int from;
     MessageKind kind;
     std::vector<char> bytes;
@@ -48,27 +48,32 @@ class LoopbackFabric {
   void Send(int from, int to, MessageKind kind, std::vector<char> bytes);
   // Messages for `rank` whose time has come.
   std::vector<Message> Receive(int rank);
-  Status Broadcast(int rank, std::vector<char>* bytes, int root, SteadyClock::time_point deadline);
-  Result<std::vector<int>> Gather(int rank, int value, SteadyClock::time_point deadline);
-  Status Barrier(SteadyClock::time_point deadline);
+  Status Broadcast(int rank, std::vector<char>* bytes, int root, std::chrono::steady_clock::time_point deadline);
+  Result<std::vector<int>> Gather(int rank, int value, std::chrono::steady_clock::time_point deadline);
+  Status Barrier(std::chrono::steady_clock::time_point deadline);
 
   const int size_;
-  std::mutex mu_;
-  std::condition_variable bcast_cv_;
-  std::vector<std::deque<Message>> inbox_;
-  std::vector<bool> dead_, damage_replies_;
-  std::chrono::microseconds delay_{0};
-  bool reorder_ = false;
-  std::mt19937 rng_{12345};
-  std::map<int, std::vector<char>> bcast_;  // root -> bytes of the current broadcast
-  int bcast_taken_ = 0;
-  uint64_t barrier_arrived_ = 0;  // arrivals over all barriers; generation = arrived / size
+  Mutex mu_;
+  CondVar bcast_cv_;
+  std::vector<std::deque<Message>> inbox_ CLAIRFS_GUARDED_BY(mu_);
+  std::vector<bool> dead_ CLAIRFS_GUARDED_BY(mu_);
+  std::vector<bool> damage_replies_ CLAIRFS_GUARDED_BY(mu_);
+  std::chrono::microseconds delay_ CLAIRFS_GUARDED_BY(mu_){0};
+  bool reorder_ CLAIRFS_GUARDED_BY(mu_) = false;
+  std::mt19937 rng_ CLAIRFS_GUARDED_BY(mu_){12345};
+  // root -> bytes of the current broadcast
+  std::map<int, std::vector<char>> bcast_ CLAIRFS_GUARDED_BY(mu_);
+  int bcast_taken_ CLAIRFS_GUARDED_BY(mu_) = 0;
+  // Arrivals over all barriers; generation = arrived / size.
+  uint64_t barrier_arrived_ CLAIRFS_GUARDED_BY(mu_) = 0;
   struct GatherRound {
     std::vector<int> values;  // by rank
     int arrived = 0, left = 0;
   };
-  std::map<uint64_t, GatherRound> gathers_;  // by generation; erased once every rank left
-  uint64_t gather_arrived_ = 0;  // arrivals over all gathers; generation = arrived / size
+  // By generation; erased once every rank left.
+  std::map<uint64_t, GatherRound> gathers_ CLAIRFS_GUARDED_BY(mu_);
+  // Arrivals over all gathers; generation = arrived / size.
+  uint64_t gather_arrived_ CLAIRFS_GUARDED_BY(mu_) = 0;
 };
 
 class LoopbackTransport final : public Transport {
@@ -79,12 +84,12 @@ class LoopbackTransport final : public Transport {
   int rank() const override { return rank_; }
   int size() const override { return fabric_->size(); }
   Status Broadcast(std::vector<char>* bytes, int root,
-                   SteadyClock::time_point deadline) override;
-  Result<std::vector<int>> Gather(int value, SteadyClock::time_point deadline) override;
+                   std::chrono::steady_clock::time_point deadline) override;
+  Result<std::vector<int>> Gather(int value, std::chrono::steady_clock::time_point deadline) override;
   Status Start(ServeFn serve, int server_threads, ServeNowFn serve_now = {}) override;
-  void Read(int peer, const PackRead& read, SteadyClock::time_point deadline,
+  void Read(int peer, const PackRead& read, std::chrono::steady_clock::time_point deadline,
             ReplyFn done) override;
-  Status Barrier(SteadyClock::time_point deadline) override;
+  Status Barrier(std::chrono::steady_clock::time_point deadline) override;
   void Stop() override;
   const EndpointCounters* counters() const override { return endpoint_ ? &endpoint_->counters() : nullptr; }
 

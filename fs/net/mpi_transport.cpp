@@ -95,7 +95,7 @@ void MpiTransport::Finalize(std::chrono::milliseconds limit, int exit_code) {
 // collectives would wait forever for a rank that never comes (and spin while
 // they wait); a pending request cannot be withdrawn, so after a timeout MPI
 // cannot be finalized cleanly and the caller's process must exit without it.
-Status MpiTransport::Complete(void* request, const char* what, SteadyClock::time_point deadline) {
+Status MpiTransport::Complete(void* request, const char* what, std::chrono::steady_clock::time_point deadline) {
   auto* req = static_cast<MPI_Request*>(request);
   auto pause = std::chrono::microseconds(10);
   for (;;) {
@@ -103,7 +103,7 @@ Status MpiTransport::Complete(void* request, const char* what, SteadyClock::time
     const int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) return Status::IOError(std::string(what) + ": " + MpiError(rc));
     if (done) return Status::Ok();
-    if (SteadyClock::now() >= deadline) {
+    if (std::chrono::steady_clock::now() >= deadline) {
       skip_finalize_ = true;
       return Status::IOError(std::string(what) + ": not every rank took part in time", ETIMEDOUT);
     }
@@ -113,7 +113,7 @@ Status MpiTransport::Complete(void* request, const char* what, SteadyClock::time
 }
 
 Status MpiTransport::Broadcast(std::vector<char>* bytes, int root,
-                               SteadyClock::time_point deadline) {
+                               std::chrono::steady_clock::time_point deadline) {
   uint64_t n = bytes->size();
   MPI_Request req;
   int rc = MPI_Ibcast(&n, 1, MPI_UINT64_T, root, MPI_COMM_WORLD, &req);
@@ -131,7 +131,7 @@ Status MpiTransport::Broadcast(std::vector<char>* bytes, int root,
   return Status::Ok();
 }
 
-Result<std::vector<int>> MpiTransport::Gather(int value, SteadyClock::time_point deadline) {
+Result<std::vector<int>> MpiTransport::Gather(int value, std::chrono::steady_clock::time_point deadline) {
   std::vector<int> all(static_cast<size_t>(size_));
   MPI_Request req;
   const int rc = MPI_Iallgather(&value, 1, MPI_INT, all.data(), 1, MPI_INT, MPI_COMM_WORLD, &req);
@@ -150,7 +150,7 @@ Status MpiTransport::Start(ServeFn serve, int server_threads, ServeNowFn serve_n
   return Status::Ok();
 }
 
-void MpiTransport::Read(int peer, const PackRead& read, SteadyClock::time_point deadline,
+void MpiTransport::Read(int peer, const PackRead& read, std::chrono::steady_clock::time_point deadline,
                         ReplyFn done) {
   if (!endpoint_) {
     done(Status::IOError("transport not started", ESHUTDOWN));
@@ -159,14 +159,14 @@ void MpiTransport::Read(int peer, const PackRead& read, SteadyClock::time_point 
   endpoint_->Read(peer, read, deadline, std::move(done));
 }
 
-Status MpiTransport::Barrier(SteadyClock::time_point deadline) {
+Status MpiTransport::Barrier(std::chrono::steady_clock::time_point deadline) {
   if (!endpoint_) return Status::IOError("transport not started", ESHUTDOWN);
   int idle = 0;
   if (!barrier_.compare_exchange_strong(idle, 1)) {
     return Status::InvalidArgument("a barrier is already in progress");
   }
   while (barrier_ != 3) {
-    if (SteadyClock::now() >= deadline) {
+    if (std::chrono::steady_clock::now() >= deadline) {
       // The posted MPI_Ibarrier stays pending: MPI cannot withdraw it. The
       // caller is shutting down anyway; finalize would wait for the missing rank.
       skip_finalize_ = true;
@@ -197,7 +197,7 @@ void MpiTransport::Progress() {
   std::vector<char> buf;
   MPI_Request barrier = MPI_REQUEST_NULL;
   auto idle = std::chrono::microseconds(20);
-  auto last_activity = SteadyClock::now();
+  auto last_activity = std::chrono::steady_clock::now();
   while (!stop_) {
     bool busy = false;
     for (auto& m : endpoint_->TakeOutgoing()) {
@@ -235,7 +235,7 @@ void MpiTransport::Progress() {
       int done = 0;
       if (MPI_Test(&barrier, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done) barrier_ = 3;
     }
-    const auto now = SteadyClock::now();
+    const auto now = std::chrono::steady_clock::now();
     const auto next = endpoint_->ExpireDeadlines(now);
     if (busy || !sends.empty()) {
       idle = std::chrono::microseconds(20);
@@ -256,8 +256,8 @@ void MpiTransport::Progress() {
   }
   // Let replies already handed to MPI finish (a peer may be reading them out of
   // this process's memory), for at most two seconds.
-  const auto give_up = SteadyClock::now() + std::chrono::seconds(2);
-  while (!sends.empty() && SteadyClock::now() < give_up) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (!sends.empty() && std::chrono::steady_clock::now() < give_up) {
     reap_sends();
   }
   for (auto& s : sends) {

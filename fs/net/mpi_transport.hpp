@@ -36,12 +36,12 @@ class MpiTransport final : public Transport {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   Status Broadcast(std::vector<char>* bytes, int root,
-                   SteadyClock::time_point deadline) override;
-  Result<std::vector<int>> Gather(int value, SteadyClock::time_point deadline) override;
+                   std::chrono::steady_clock::time_point deadline) override;
+  Result<std::vector<int>> Gather(int value, std::chrono::steady_clock::time_point deadline) override;
   Status Start(ServeFn serve, int server_threads, ServeNowFn serve_now = {}) override;
-  void Read(int peer, const PackRead& read, SteadyClock::time_point deadline,
+  void Read(int peer, const PackRead& read, std::chrono::steady_clock::time_point deadline,
             ReplyFn done) override;
-  Status Barrier(SteadyClock::time_point deadline) override;
+  Status Barrier(std::chrono::steady_clock::time_point deadline) override;
   void Stop() override;
   // After a peer died, MPI_Finalize may wait for it forever: skip it.
   void SkipFinalize() { skip_finalize_ = true; }
@@ -58,7 +58,7 @@ class MpiTransport final : public Transport {
   MpiTransport(int rank, int size) : rank_(rank), size_(size) {}
   void Progress();
   // Tests an MPI_Request* until done or `deadline` (then skips finalize).
-  Status Complete(void* request, const char* what, SteadyClock::time_point deadline);
+  Status Complete(void* request, const char* what, std::chrono::steady_clock::time_point deadline);
 
   const int rank_, size_;
   std::unique_ptr<Endpoint> endpoint_;

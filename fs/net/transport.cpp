@@ -1,35 +1,41 @@
 #include "fs/net/transport.hpp"
 
-#include <condition_variable>
 #include <memory>
-#include <mutex>
+
+#include "base/mutex.hpp"
 
 namespace clairfs::fs {
 
 Status ReadSync(Transport& transport, int peer, const PackRead& read,
-                SteadyClock::time_point deadline,
+                std::chrono::steady_clock::time_point deadline,
                 const std::function<Status(std::span<const char>)>& take) {
   struct Shared {
-    std::mutex mu;  // guards all below; held while `take` runs
-    std::condition_variable cv;
-    const std::function<Status(std::span<const char>)>* take;
-    bool done = false, abandoned = false;
-    Status status;
+    Mutex mu;  // held while `take` runs
+    CondVar cv;
+    const std::function<Status(std::span<const char>)>* take CLAIRFS_GUARDED_BY(mu);
+    bool done CLAIRFS_GUARDED_BY(mu) = false;
+    bool abandoned CLAIRFS_GUARDED_BY(mu) = false;
+    Status status CLAIRFS_GUARDED_BY(mu);
   };
   auto shared = std::make_shared<Shared>();
-  shared->take = &take;
+  {
+    MutexLock lock(&shared->mu);
+    shared->take = &take;
+  }
   transport.Read(peer, read, deadline, [shared](Result<std::span<const char>> r) {
-    std::lock_guard lk(shared->mu);
+    MutexLock lock(&shared->mu);
     if (shared->abandoned) return;  // the caller is gone, and `take` with it
     shared->status = r.ok() ? (*shared->take)(*r) : r.status();
     shared->done = true;
-    shared->cv.notify_all();
+    shared->cv.NotifyAll();
   });
-  std::unique_lock lk(shared->mu);
+  MutexLock lock(&shared->mu);
   // The transport completes every read by its deadline; the margin only guards
   // against a transport bug turning into a hung FUSE worker.
-  if (!shared->cv.wait_until(lk, deadline + std::chrono::seconds(5),
-                             [&] { return shared->done; })) {
+  const auto give_up = deadline + std::chrono::seconds(5);
+  while (!shared->done && shared->cv.WaitUntil(&lock, give_up)) {
+  }
+  if (!shared->done) {
     shared->abandoned = true;
     return Status::IOError("peer " + std::to_string(peer) + ": read never completed", ETIMEDOUT);
   }
@@ -37,7 +43,7 @@ Status ReadSync(Transport& transport, int peer, const PackRead& read,
 }
 
 Result<std::vector<char>> ReadSync(Transport& transport, int peer, const PackRead& read,
-                                   SteadyClock::time_point deadline) {
+                                   std::chrono::steady_clock::time_point deadline) {
   std::vector<char> out;
   Status st = ReadSync(transport, peer, read, deadline, [&out](std::span<const char> bytes) {
     out.assign(bytes.begin(), bytes.end());

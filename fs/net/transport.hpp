@@ -25,7 +25,6 @@
 
 namespace clairfs::fs {
 
-using SteadyClock = std::chrono::steady_clock;
 
 inline constexpr uint64_t kNoFrame = UINT64_MAX;
 
@@ -65,22 +64,22 @@ class Transport {
   // Collective, before Start(): every rank ends with `root`'s bytes. A rank
   // that never takes part makes it fail at `deadline` (ETIMEDOUT).
   virtual Status Broadcast(std::vector<char>* bytes, int root,
-                           SteadyClock::time_point deadline) = 0;
+                           std::chrono::steady_clock::time_point deadline) = 0;
   // Collective, before Start(): every rank's `value`, indexed by rank. Fails
   // at `deadline` (ETIMEDOUT) when a rank never takes part.
-  virtual Result<std::vector<int>> Gather(int value, SteadyClock::time_point deadline) = 0;
+  virtual Result<std::vector<int>> Gather(int value, std::chrono::steady_clock::time_point deadline) = 0;
   // Starts the threads that move messages and `server_threads` (>= 1) that
   // serve peers' reads. With `serve_now`, a small read it can answer at once
   // is answered by the thread that received it, without a hand-off to a
   // server thread. Not thread-safe; call once.
   virtual Status Start(ServeFn serve, int server_threads, ServeNowFn serve_now = {}) = 0;
   // Asynchronous read from `peer` (never this rank).
-  virtual void Read(int peer, const PackRead& read, SteadyClock::time_point deadline,
+  virtual void Read(int peer, const PackRead& read, std::chrono::steady_clock::time_point deadline,
                     ReplyFn done) = 0;
   // Collective while running: returns once every rank has called it, serving
   // peers meanwhile, so no rank stops while another still reads from it. A
   // rank that never arrives (dead) makes it time out at `deadline`.
-  virtual Status Barrier(SteadyClock::time_point deadline) = 0;
+  virtual Status Barrier(std::chrono::steady_clock::time_point deadline) = 0;
   // Stops the threads; outstanding reads complete with an error. Idempotent.
   virtual void Stop() = 0;
   // Messages and reads so far; null before Start().
@@ -89,13 +88,13 @@ class Transport {
 
 // Blocks until the read completes or its deadline passes.
 Result<std::vector<char>> ReadSync(Transport& transport, int peer, const PackRead& read,
-                                   SteadyClock::time_point deadline);
+                                   std::chrono::steady_clock::time_point deadline);
 // The same, handing the bytes to `take` (on the transport's thread, while this
 // call waits) instead of returning a copy: the caller copies them once,
 // straight to where they go. The read's status is take's. Once this call has
 // returned, `take` is never called.
 Status ReadSync(Transport& transport, int peer, const PackRead& read,
-                SteadyClock::time_point deadline,
+                std::chrono::steady_clock::time_point deadline,
                 const std::function<Status(std::span<const char>)>& take);
 
 }  // namespace clairfs::fs

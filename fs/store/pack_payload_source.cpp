@@ -3,7 +3,7 @@
 namespace clairfs::fs {
 
 std::shared_ptr<const format::FrameTable> PackPayloadSource::Table(uint32_t node) {
-  std::lock_guard lk(mu_);
+  MutexLock lock(&mu_);
   auto it = tables_.find(node);
   return it == tables_.end() ? nullptr : it->second;
 }
@@ -11,7 +11,7 @@ std::shared_ptr<const format::FrameTable> PackPayloadSource::Table(uint32_t node
 void PackPayloadSource::Keep(uint32_t node, std::shared_ptr<const format::FrameTable> table) {
   const size_t bytes = table->MemoryBytes();
   if (bytes > table_cache_bytes_) return;
-  std::lock_guard lk(mu_);
+  MutexLock lock(&mu_);
   if (!tables_.emplace(node, std::move(table)).second) return;  // another thread was first
   table_order_.push_back(node);
   table_bytes_ += bytes;

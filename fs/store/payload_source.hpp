@@ -16,6 +16,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "base/mutex.hpp"
 #include "base/status.hpp"
 #include "fs/store/pack_store.hpp"
 #include "partitioner/format/codec.hpp"
@@ -52,10 +53,12 @@ class PackPayloadSource final : public PayloadSource {
   const std::shared_ptr<const format::Manifest> manifest_;
   PackStore* const store_;  // not owned
   const size_t table_cache_bytes_;
-  std::mutex mu_;  // guards the three below
-  std::unordered_map<uint32_t, std::shared_ptr<const format::FrameTable>> tables_;  // by node
-  std::deque<uint32_t> table_order_;  // nodes of tables_, oldest first
-  size_t table_bytes_ = 0;
+  Mutex mu_;
+  // By node.
+  std::unordered_map<uint32_t, std::shared_ptr<const format::FrameTable>> tables_
+      CLAIRFS_GUARDED_BY(mu_);
+  std::deque<uint32_t> table_order_ CLAIRFS_GUARDED_BY(mu_);  // nodes of tables_, oldest first
+  size_t table_bytes_ CLAIRFS_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace clairfs::fs

@@ -19,7 +19,7 @@ Result<const format::RandomAccessFile*> PosixPackStore::Pack(uint32_t partition)
   }
   const format::RandomAccessFile* f = files_[partition].load(std::memory_order_acquire);
   if (f != nullptr) return f;
-  std::lock_guard<std::mutex> lock(open_mu_);
+  MutexLock lock(&open_mu_);
   f = files_[partition].load(std::memory_order_acquire);
   if (f != nullptr) return f;
   auto opened = format::OpenPack(dir_, *manifest_, partition);

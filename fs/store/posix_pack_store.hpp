@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/mutex.hpp"
 #include "fs/store/pack_readahead.hpp"
 #include "fs/store/pack_store.hpp"
 #include "partitioner/format/manifest.hpp"
@@ -37,8 +38,8 @@ class PosixPackStore final : public PackStore {
   const std::string dir_;
   const std::shared_ptr<const format::Manifest> manifest_;
   PackReadahead* const readahead_;
-  std::mutex open_mu_;  // guards owned_ and the first store into files_
-  std::vector<std::unique_ptr<format::PosixRandomAccessFile>> owned_;
+  Mutex open_mu_;  // also taken for the first store into files_
+  std::vector<std::unique_ptr<format::PosixRandomAccessFile>> owned_ CLAIRFS_GUARDED_BY(open_mu_);
   std::unique_ptr<std::atomic<const format::RandomAccessFile*>[]> files_;
 };
 

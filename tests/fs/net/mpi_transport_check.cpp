@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   const int me = mpi.rank(), n = mpi.size();
   std::vector<char> greeting;
   if (me == 0) greeting.assign({'h', 'e', 'l', 'l', 'o'});
-  if (!mpi.Broadcast(&greeting, 0, SteadyClock::now() + std::chrono::seconds(30)).ok() ||
+  if (!mpi.Broadcast(&greeting, 0, std::chrono::steady_clock::now() + std::chrono::seconds(30)).ok() ||
       greeting.size() != 5) {
     std::fprintf(stderr, "rank %d: broadcast failed\n", me);
     return 1;
@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
                   static_cast<uint32_t>(1 + (i * 7919) % 300000)};
     auto p = std::make_shared<std::promise<void>>();
     waits.push_back(p->get_future());
-    mpi.Read(peer, read, SteadyClock::now() + std::chrono::seconds(30),
+    mpi.Read(peer, read, std::chrono::steady_clock::now() + std::chrono::seconds(30),
              [&, p, peer, read](Result<std::span<const char>> r) {
                (r.ok() && std::ranges::equal(*r, testing::ExpectedBytes(peer, read)) ? good : bad)++;
                p->set_value();
@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
   }
   for (auto& w : waits) w.wait();
   // Keep serving until every rank is done reading.
-  if (!mpi.Barrier(SteadyClock::now() + std::chrono::seconds(60)).ok()) {
+  if (!mpi.Barrier(std::chrono::steady_clock::now() + std::chrono::seconds(60)).ok()) {
     std::fprintf(stderr, "rank %d: barrier timed out\n", me);
     return 1;
   }
