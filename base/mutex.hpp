@@ -5,9 +5,9 @@
 // plain types.
 //
 // A member written CLAIRFS_GUARDED_BY(mu_) may be touched only while mu_ is
-// held (CLAIRFS_PT_GUARDED_BY: what a pointer member points to); a function marked CLAIRFS_REQUIRES(mu_) is called with it held. Wait
-// on a CondVar in a loop over the condition (not with a predicate lambda: the
-// analysis cannot see that a lambda runs under the lock).
+// held (CLAIRFS_PT_GUARDED_BY: what a pointer member points to); a function marked
+// CLAIRFS_REQUIRES(mu_) is called with it held. Wait on a CondVar in a loop over the condition (not
+// with a predicate lambda: the analysis cannot see that a lambda runs under the lock).
 //
 // A function handed its caller's MutexLock (CLAIRFS_REQUIRES(mu_)) that lets
 // the lock go for a while does so with a MutexUnlock: Clang 14 cannot follow

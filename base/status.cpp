@@ -24,14 +24,29 @@ Status Status::FromErrno(int err, const std::string& context) {
 std::string Status::ToString() const {
   const char* name = "OK";
   switch (code_) {
-    case Code::kOk: return "OK";
-    case Code::kNotFound: name = "NotFound"; break;
-    case Code::kCorruption: name = "Corruption"; break;
-    case Code::kIOError: name = "IOError"; break;
-    case Code::kInvalidArgument: name = "InvalidArgument"; break;
-    case Code::kAlreadyExists: name = "AlreadyExists"; break;
-    case Code::kNoSpace: name = "NoSpace"; break;
-    case Code::kUnsupported: name = "Unsupported"; break;
+    case Code::kOk:
+      return "OK";
+    case Code::kNotFound:
+      name = "NotFound";
+      break;
+    case Code::kCorruption:
+      name = "Corruption";
+      break;
+    case Code::kIOError:
+      name = "IOError";
+      break;
+    case Code::kInvalidArgument:
+      name = "InvalidArgument";
+      break;
+    case Code::kAlreadyExists:
+      name = "AlreadyExists";
+      break;
+    case Code::kNoSpace:
+      name = "NoSpace";
+      break;
+    case Code::kUnsupported:
+      name = "Unsupported";
+      break;
   }
   return std::string(name) + ": " + message_;
 }

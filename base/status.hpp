@@ -29,8 +29,12 @@ class [[nodiscard]] Status {
   Status() = default;  // OK
 
   static Status Ok() { return Status(); }
-  static Status NotFound(std::string msg) { return Status(Code::kNotFound, ENOENT, std::move(msg)); }
-  static Status Corruption(std::string msg) { return Status(Code::kCorruption, EIO, std::move(msg)); }
+  static Status NotFound(std::string msg) {
+    return Status(Code::kNotFound, ENOENT, std::move(msg));
+  }
+  static Status Corruption(std::string msg) {
+    return Status(Code::kCorruption, EIO, std::move(msg));
+  }
   static Status IOError(std::string msg, int err = EIO) {
     return Status(Code::kIOError, err, std::move(msg));
   }
@@ -94,8 +98,8 @@ class [[nodiscard]] Result {
 }  // namespace clairfs
 
 // Returns early from the enclosing function when `expr` yields a non-OK Status.
-#define CLAIRFS_RETURN_IF_ERROR(expr)   \
-  do {                                  \
-    ::clairfs::Status _st = (expr);     \
-    if (!_st.ok()) return _st;          \
+#define CLAIRFS_RETURN_IF_ERROR(expr) \
+  do {                                \
+    ::clairfs::Status _st = (expr);   \
+    if (!_st.ok()) return _st;        \
   } while (0)

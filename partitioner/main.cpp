@@ -99,11 +99,15 @@ struct InspectArgs {
 int RunPack(PackArgs& a) {
   clairfs::pack::PackOptions& o = a.o;
   if (a.partitions == 0) return UsageError("--partitions P is required (P >= 1)");
-  for (auto [name, v] : {std::pair{"--partitions", a.partitions}, {"--replicas", a.replicas},
-                         {"--frame-size", a.frame}, {"--threads", a.threads}}) {
-    if (v > UINT32_MAX) return UsageError(std::string(name) + " " + std::to_string(v) + " is out of range");
+  for (auto [name, v] : {std::pair{"--partitions", a.partitions},
+                         {"--replicas", a.replicas},
+                         {"--frame-size", a.frame},
+                         {"--threads", a.threads}}) {
+    if (v > UINT32_MAX)
+      return UsageError(std::string(name) + " " + std::to_string(v) + " is out of range");
   }
-  if (*a.threads_given && a.threads == 0) return UsageError("--threads 0: give at least 1 (or leave it out: two per core)");
+  if (*a.threads_given && a.threads == 0)
+    return UsageError("--threads 0: give at least 1 (or leave it out: two per core)");
   if (*a.memory_given && !clairfs::ParseSize(a.memory, &o.memory)) {
     return UsageError("--memory wants a size such as 512M or 4G, got '" + a.memory + "'");
   }
@@ -154,8 +158,7 @@ int RunVerify(VerifyArgs& a) {
   if (!r.ok()) return Fail(r.status());
   for (const std::string& d : r->differences) std::printf("DIFF %s\n", d.c_str());
   std::printf("verified %lu files (%s) of %s against %s in %.1f s: %s\n", r->files,
-              clairfs::pack::HumanBytes(r->bytes).c_str(), o.out.c_str(), o.src.c_str(),
-              r->seconds,
+              clairfs::pack::HumanBytes(r->bytes).c_str(), o.out.c_str(), o.src.c_str(), r->seconds,
               r->differences.empty()
                   ? "identical"
                   : (std::to_string(r->differences.size()) + " differences").c_str());

@@ -67,8 +67,7 @@ class RamCache {
   // Every block of `keys`, in order, if all are cached (each counts as a hit
   // when `count`); otherwise false, `out` untouched and nothing counted. One
   // lock for all.
-  bool LookupAll(const std::vector<BlockKey>& keys, std::vector<BlockRef>* out,
-                 bool count = true);
+  bool LookupAll(const std::vector<BlockKey>& keys, std::vector<BlockRef>* out, bool count = true);
   // Drops every cached block of file `node` (the owner's evictions); readers
   // holding them keep them alive. Not counted as evictions.
   void EraseFile(uint32_t node);

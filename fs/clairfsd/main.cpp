@@ -17,20 +17,20 @@
 #include "base/log.hpp"
 #include "fs/cache/cache_policy.hpp"
 #include "fs/cache/ram_cache.hpp"
+#include "fs/clairfsd/prefetch_setup.hpp"
 #include "fs/config/config_loader.hpp"
-#include "fs/stats/stats.hpp"
 #include "fs/dist/cluster.hpp"
 #include "fs/dist/path_template.hpp"
-#include "fs/fuse/fuse_adapter.hpp"
-#include "fs/fuse/mount_tuning.hpp"
 #include "fs/engine/open_watcher.hpp"
 #include "fs/engine/prefetch_engine.hpp"
-#include "fs/clairfsd/prefetch_setup.hpp"
-#include "prefetch/options/sampler_settings.hpp"
+#include "fs/fuse/fuse_adapter.hpp"
+#include "fs/fuse/mount_tuning.hpp"
+#include "fs/stats/stats.hpp"
 #include "fs/store/pack_readahead.hpp"
 #include "fs/store/payload_source.hpp"
 #include "fs/vfs/vfs.hpp"
 #include "partitioner/format/manifest.hpp"
+#include "prefetch/options/sampler_settings.hpp"
 
 namespace fs = clairfs::fs;
 
@@ -52,8 +52,7 @@ clairfs::Status ExpandSetting(const char* name, std::string* path, const fs::Clu
   if (path->empty()) return clairfs::Status::Ok();
   auto expanded = fs::ExpandPath(*path, cluster.rank(), cluster.host());
   if (!expanded.ok()) {
-    return clairfs::Status::InvalidArgument(std::string(name) + ": " +
-                                            expanded.status().message());
+    return clairfs::Status::InvalidArgument(std::string(name) + ": " + expanded.status().message());
   }
   std::error_code ec;
   *path = std::filesystem::absolute(*expanded, ec).lexically_normal().string();
@@ -103,9 +102,10 @@ int main(int argc, char** argv) {
   }
   if (cl->help) {
     std::fputs(fs::Usage().c_str(), stdout);
-    std::fputs("The sampler's own settings, keys of the YAML config too (clairfs-order --help\n"
-               "has them as its options, in detail):\n",
-               stdout);
+    std::fputs(
+        "The sampler's own settings, keys of the YAML config too (clairfs-order --help\n"
+        "has them as its options, in detail):\n",
+        stdout);
     // prefetch_sampler, prefetch_world_size and prefetch_batch_size are listed above.
     std::fputs(clairfs::prefetch::SamplerSettingsHelp(clairfs::prefetch::SettingNames::kKeys,
                                                       {"sampler", "world-size", "batch-size"})
@@ -143,10 +143,10 @@ int main(int argc, char** argv) {
     // reports them (prefetch_opens: inotify), every OPEN must reach the daemon.
     config.vfs.decline_open = false;
     clairfs::Log(clairfs::LogLevel::kInfo,
-            "prefetch_sampler " + config.prefetch_sampler +
-                (config.prefetch_opens == "inotify"
-                     ? ": opens reach the daemon until the inotify watches are in place"
-                     : ": no_open forced to false so that opens reach the daemon"));
+                 "prefetch_sampler " + config.prefetch_sampler +
+                     (config.prefetch_opens == "inotify"
+                          ? ": opens reach the daemon until the inotify watches are in place"
+                          : ": no_open forced to false so that opens reach the daemon"));
   }
   const std::string effective = fs::DescribeConfig(config);
   LogLines("config: ", effective);
@@ -169,9 +169,10 @@ int main(int argc, char** argv) {
     return refuse(st);
   }
   if (detached_stale) {
-    clairfs::Log(clairfs::LogLevel::kWarn, "mount point " + config.fuse.mount +
-                                     ": detached the dead mount of an earlier clairfsd (its "
-                                     "daemon was gone)");
+    clairfs::Log(clairfs::LogLevel::kWarn,
+                 "mount point " + config.fuse.mount +
+                     ": detached the dead mount of an earlier clairfsd (its "
+                     "daemon was gone)");
   }
   if (clairfs::Status ready = cluster.Agree(clairfs::Status::Ok(), start_wait); !ready.ok()) {
     clairfs::Log(clairfs::LogLevel::kError, ready.message());
@@ -187,15 +188,15 @@ int main(int argc, char** argv) {
   const auto& m = *manifest;
   if (m.Lookup(0, fs::ControlFiles::kDirName)) {
     clairfs::Log(clairfs::LogLevel::kWarn, std::string("the dataset has its own /") +
-                                     fs::ControlFiles::kDirName +
-                                     "; the control directory hides it");
+                                               fs::ControlFiles::kDirName +
+                                               "; the control directory hides it");
   }
-  clairfs::Log(clairfs::LogLevel::kInfo, "dataset: " + std::to_string(m.header().file_count) + " files, " +
-                                   std::to_string(m.node_count() - m.header().file_count) +
-                                   " directories, " + std::to_string(m.header().raw_bytes) +
-                                   " bytes in " + std::to_string(m.partition_count()) +
-                                   " partitions; manifest " + std::to_string(m.memory_bytes()) +
-                                   " bytes in RAM");
+  clairfs::Log(clairfs::LogLevel::kInfo,
+               "dataset: " + std::to_string(m.header().file_count) + " files, " +
+                   std::to_string(m.node_count() - m.header().file_count) + " directories, " +
+                   std::to_string(m.header().raw_bytes) + " bytes in " +
+                   std::to_string(m.partition_count()) + " partitions; manifest " +
+                   std::to_string(m.memory_bytes()) + " bytes in RAM");
 
   fs::Stats stats;
   fs::PackPayloadSource source(manifest, cluster.store());
@@ -204,9 +205,8 @@ int main(int argc, char** argv) {
   options.uid = static_cast<uint32_t>(::getuid());
   options.gid = static_cast<uint32_t>(::getgid());
   options.config_text = effective;
-  options.stats_sections.emplace_back("cluster", [&cluster](clairfs::JsonWriter& w) {
-    cluster.WriteStats(w);
-  });
+  options.stats_sections.emplace_back(
+      "cluster", [&cluster](clairfs::JsonWriter& w) { cluster.WriteStats(w); });
   // The engine (its threads) must go before the cache it owns, the pusher it
   // uses and the ReadOrder its planner's order source references: it is reset
   // explicitly once unmounted (below), and declared after them as well.
@@ -227,11 +227,10 @@ int main(int argc, char** argv) {
   if (prefetch) {
     auto built = fs::BuildPrefetchJob(config, m, static_cast<uint64_t>(cluster.rank()),
                                       static_cast<uint64_t>(cluster.size()));
-    auto created = built.ok() ? clairfs::prefetch::Planner::Create(
-                                    built->config, built->input,
-                                    clairfs::SteadyClock::Instance())
-                              : clairfs::Result<std::unique_ptr<clairfs::prefetch::Planner>>(
-                                    built.status());
+    auto created =
+        built.ok() ? clairfs::prefetch::Planner::Create(built->config, built->input,
+                                                        clairfs::SteadyClock::Instance())
+                   : clairfs::Result<std::unique_ptr<clairfs::prefetch::Planner>>(built.status());
     if (created.ok()) {
       job.emplace(std::move(*built));
       planner = std::move(*created);
@@ -240,9 +239,10 @@ int main(int argc, char** argv) {
     }
   }
   if (!prefetch_error.ok()) {
-    clairfs::Log(clairfs::LogLevel::kWarn, "prefetch: the settings do not fit the dataset, so nothing is "
-                                 "predicted and every file is read on demand: " +
-                                     prefetch_error.ToString());
+    clairfs::Log(clairfs::LogLevel::kWarn,
+                 "prefetch: the settings do not fit the dataset, so nothing is "
+                 "predicted and every file is read on demand: " +
+                     prefetch_error.ToString());
     options.stats_sections.emplace_back(
         "prefetch", [reason = prefetch_error.ToString()](clairfs::JsonWriter& w) {
           w.Bool("enabled", false).String("reason", reason);
@@ -251,24 +251,22 @@ int main(int argc, char** argv) {
   if (planner) {
     if (job->missing_files > 0) {
       clairfs::Log(clairfs::LogLevel::kWarn,
-              "prefetch: " + std::to_string(job->missing_files) + " of " +
-                  std::to_string(job->order->dataset().size()) +
-                  " predicted files are not in the dataset (first: " + job->first_missing +
-                  "); their opens cannot be prepared");
+                   "prefetch: " + std::to_string(job->missing_files) + " of " +
+                       std::to_string(job->order->dataset().size()) +
+                       " predicted files are not in the dataset (first: " + job->first_missing +
+                       "); their opens cannot be prepared");
     }
     std::string ranks;
     for (uint64_t r : job->config.local_ranks)
       ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
-    clairfs::Log(clairfs::LogLevel::kInfo, "prefetch: " + config.prefetch_sampler + " over " +
-                                     std::to_string(job->order->dataset().size()) +
-                                     " files, node " + std::to_string(job->node) +
-                                     (job->shared_stream ? ", local readers of one shared stream ["
-                                                         : ", local ranks [") +
-                                     ranks + "], budget " +
-                                     std::to_string(job->config.budget_bytes) + " bytes" +
-                                     (planner->batch_mode()
-                                          ? "; batch mode (the batch order is unknowable)"
-                                          : ""));
+    clairfs::Log(
+        clairfs::LogLevel::kInfo,
+        "prefetch: " + config.prefetch_sampler + " over " +
+            std::to_string(job->order->dataset().size()) + " files, node " +
+            std::to_string(job->node) +
+            (job->shared_stream ? ", local readers of one shared stream [" : ", local ranks [") +
+            ranks + "], budget " + std::to_string(job->config.budget_bytes) + " bytes" +
+            (planner->batch_mode() ? "; batch mode (the batch order is unknowable)" : ""));
     fs::PrefetchEngineOptions& eo = config.prefetch_engine;
     eo.sampler = config.prefetch_sampler;
     engine = std::make_unique<fs::PrefetchEngine>(std::move(planner), std::move(job->in_dataset),
@@ -276,8 +274,7 @@ int main(int argc, char** argv) {
     order = job->order;
     options.stats_sections.emplace_back(
         "prefetch", [e = engine.get()](clairfs::JsonWriter& w) { e->WriteStats(w); });
-    options.stats_sections.emplace_back("open_watcher", [&live_watcher](
-                                                            clairfs::JsonWriter& w) {
+    options.stats_sections.emplace_back("open_watcher", [&live_watcher](clairfs::JsonWriter& w) {
       const fs::OpenWatcher* on = live_watcher.load();
       w.String("opens_seen_through", on ? "inotify" : "fuse")
           .Integer("watches", on ? on->watches() : 0)
@@ -307,13 +304,15 @@ int main(int argc, char** argv) {
       auto w = fs::OpenWatcher::Start(config.fuse.mount, manifest, engine->in_dataset(),
                                       [e = engine.get()](uint32_t node) { e->OnOpenEvent(node); });
       if (!w.ok()) {
-        clairfs::Log(clairfs::LogLevel::kWarn, "prefetch: opens keep reaching the daemon (a round trip "
-                                     "each): " + w.status().ToString());
+        clairfs::Log(clairfs::LogLevel::kWarn,
+                     "prefetch: opens keep reaching the daemon (a round trip "
+                     "each): " +
+                         w.status().ToString());
         return;
       }
       clairfs::Log(clairfs::LogLevel::kInfo, "prefetch: opens seen through inotify on " +
-                                       std::to_string((*w)->watches()) +
-                                       " directories; the mount declines opens");
+                                                 std::to_string((*w)->watches()) +
+                                                 " directories; the mount declines opens");
       watcher = std::move(*w);
       live_watcher.store(watcher.get());
       vfs.DeclineOpens();

@@ -56,7 +56,6 @@ Result<pf::OrderSpec> OrderSpecFromConfig(const Config& c) {
   return spec;
 }
 
-
 Result<prefetch::Listing> ListingFromManifest(const format::Manifest& manifest, uint32_t root) {
   prefetch::Listing listing;
   // Depth-first over the manifest's directories; the walk order is the
@@ -116,9 +115,9 @@ Result<PrefetchJob> BuildPrefetchJob(const Config& config, const format::Manifes
     job.in_dataset[*n] = 1;
   }
   if (dataset.size() > 0 && job.missing_files == dataset.size()) {
-    return Status::InvalidArgument("none of the " + std::to_string(dataset.size()) +
-                                   " files the settings predict is in the dataset (first: " +
-                                   job.first_missing + ")");
+    return Status::InvalidArgument(
+        "none of the " + std::to_string(dataset.size()) +
+        " files the settings predict is in the dataset (first: " + job.first_missing + ")");
   }
   job.input.file_size.resize(manifest.node_count());
   for (uint32_t n = 0; n < manifest.node_count(); ++n) {

@@ -19,9 +19,9 @@
 #include "base/status.hpp"
 #include "fs/config/config.hpp"
 #include "partitioner/format/manifest.hpp"
+#include "prefetch/options/read_order.hpp"
 #include "prefetch/order/listing.hpp"
 #include "prefetch/planner/planner_config.hpp"
-#include "prefetch/options/read_order.hpp"
 
 namespace clairfs::fs {
 
@@ -31,7 +31,7 @@ struct PrefetchJob {
   prefetch::PlannerInput input;
   // By manifest node: 1 when the node is a file of the dataset (an index maps to it).
   std::vector<uint8_t> in_dataset;
-  uint64_t node = 0;  // this daemon's node index (its MPI rank)
+  uint64_t node = 0;           // this daemon's node index (its MPI rank)
   bool shared_stream = false;  // config.local_ranks are readers of rank 0's order
   // Predicted files the manifest does not have (their opens cannot be prepared).
   uint64_t missing_files = 0;

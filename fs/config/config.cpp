@@ -140,14 +140,17 @@ Setting U64(const char* key, Field<uint64_t> f, uint64_t lo, const char* help) {
 
 // Bytes, with an optional K/M/G/T suffix, at most `max`.
 Setting Bytes(const char* key, Field<uint64_t> f, uint64_t max, const char* help) {
-  return {key, help,
+  return {key,
+          help,
           [f, max](Config* c, std::string_view v) {
             uint64_t n = 0;
             if (!ParseSize(v, &n) || n > max) return false;
             f(*c) = n;
             return true;
           },
-          [f](const Config& c) { return std::to_string(Get(f, c)); }, false, true};
+          [f](const Config& c) { return std::to_string(Get(f, c)); },
+          false,
+          true};
 }
 
 // 1073741824 -> "1G", 3000 -> "3000": what ParseSize reads back.
@@ -186,49 +189,70 @@ constexpr uint32_t kHour = 3600000;
 
 const std::vector<Setting>& Table() {
   static const std::vector<Setting> kTable = {
-      Text("dataset", [](Config& c) -> auto& { return c.cluster.dataset; }, true,
-           "(required) clairfs-partition output directory"),
-      Text("mount", [](Config& c) -> auto& { return c.fuse.mount; }, true,
-           "(required) mount point, an empty directory (created if missing)"),
-      Text("local_dir", [](Config& c) -> auto& { return c.cluster.local_dir; }, false,
-           "node-local directory for staged packs, \"\" = read the dataset dir"),
-      U32("stage_threads", [](Config& c) -> auto& { return c.cluster.stage_threads; }, 1, 64,
+      Text(
+          "dataset", [](Config & c) -> auto& { return c.cluster.dataset; }, true,
+          "(required) clairfs-partition output directory"),
+      Text(
+          "mount", [](Config & c) -> auto& { return c.fuse.mount; }, true,
+          "(required) mount point, an empty directory (created if missing)"),
+      Text(
+          "local_dir", [](Config & c) -> auto& { return c.cluster.local_dir; }, false,
+          "node-local directory for staged packs, \"\" = read the dataset dir"),
+      U32(
+          "stage_threads", [](Config & c) -> auto& { return c.cluster.stage_threads; }, 1, 64,
           "packs copied to local_dir at once, 1-64"),
-      Millis("peer_timeout_ms", [](Config& c) -> auto& { return c.cluster.store.peer_timeout; },
-             1, kHour, "ms to wait for a peer before a replica or the dataset dir"),
-      U32("server_threads", [](Config& c) -> auto& { return c.cluster.server_threads; }, 1, 256,
+      Millis(
+          "peer_timeout_ms", [](Config & c) -> auto& { return c.cluster.store.peer_timeout; }, 1,
+          kHour, "ms to wait for a peer before a replica or the dataset dir"),
+      U32(
+          "server_threads", [](Config & c) -> auto& { return c.cluster.server_threads; }, 1, 256,
           "peers' reads this rank serves at once, 1-256"),
-      Millis("shutdown_wait_ms", [](Config& c) -> auto& { return c.cluster.shutdown_wait; }, 0,
-             kHour, "ms a stopping rank waits for the others"),
-      Millis("start_timeout_ms", [](Config& c) -> auto& { return c.cluster.start_timeout; }, 1,
-             kHour, "ms each start-up step waits for every rank"),
-      Bytes("ram_cache", [](Config& c) -> auto& { return c.ram_cache; }, UINT64_MAX,
-            "bytes of file data kept in RAM, prefetched files included, suffix K/M/G/T"),
-      Bytes("pack_readahead", [](Config& c) -> auto& { return c.cluster.store.pack_readahead; },
-            UINT64_MAX, "pack bytes read ahead into the page cache on first use, 0 = off"),
-      U32("fuse_threads", [](Config& c) -> auto& { return c.fuse.fuse_threads; }, 1, 64,
+      Millis(
+          "shutdown_wait_ms", [](Config & c) -> auto& { return c.cluster.shutdown_wait; }, 0, kHour,
+          "ms a stopping rank waits for the others"),
+      Millis(
+          "start_timeout_ms", [](Config & c) -> auto& { return c.cluster.start_timeout; }, 1, kHour,
+          "ms each start-up step waits for every rank"),
+      Bytes(
+          "ram_cache", [](Config & c) -> auto& { return c.ram_cache; }, UINT64_MAX,
+          "bytes of file data kept in RAM, prefetched files included, suffix K/M/G/T"),
+      Bytes(
+          "pack_readahead", [](Config & c) -> auto& { return c.cluster.store.pack_readahead; },
+          UINT64_MAX, "pack bytes read ahead into the page cache on first use, 0 = off"),
+      U32(
+          "fuse_threads", [](Config & c) -> auto& { return c.fuse.fuse_threads; }, 1, 64,
           "threads reading /dev/fuse, answering at once what is in RAM, 1-64"),
-      U32("fuse_spin_us", [](Config& c) -> auto& { return c.fuse.spin_us; }, 0, 100000,
+      U32(
+          "fuse_spin_us", [](Config & c) -> auto& { return c.fuse.spin_us; }, 0, 100000,
           "with fuse_threads 1: most us the reading thread looks for the next request before it "
           "sleeps (adapts to the gaps), 0-100000"),
-      U32("threads", [](Config& c) -> auto& { return c.fuse.threads; }, 1, 1024,
+      U32(
+          "threads", [](Config & c) -> auto& { return c.fuse.threads; }, 1, 1024,
           "threads answering reads that wait for a pack or a peer, 1-1024"),
-      Flag("clone_fd", [](Config& c) -> auto& { return c.fuse.clone_fd; },
-           "one /dev/fuse descriptor per reading thread"),
-      Flag("allow_other", [](Config& c) -> auto& { return c.fuse.allow_other; },
-           "let other users use the mount"),
-      Seconds("entry_timeout", [](Config& c) -> auto& { return c.fuse.entry_timeout; },
-              "seconds the kernel caches names"),
-      Seconds("attr_timeout", [](Config& c) -> auto& { return c.fuse.attr_timeout; },
-              "seconds the kernel caches attributes"),
-      Seconds("negative_timeout", [](Config& c) -> auto& { return c.fuse.negative_timeout; },
-              "seconds the kernel caches missing names"),
-      Flag("no_open", [](Config& c) -> auto& { return c.vfs.decline_open; },
-           "kernel opens files itself, no OPEN round trip"),
-      Flag("no_opendir", [](Config& c) -> auto& { return c.vfs.decline_opendir; },
-           "kernel opens directories itself (a killed daemon then leaves a dead mount)"),
-      Bytes("read_ahead", [](Config& c) -> auto& { return c.fuse.read_ahead; }, uint64_t{1} << 30,
-            "kernel read-ahead of the mount in bytes, 0 = kernel default, at most 1G"),
+      Flag(
+          "clone_fd", [](Config & c) -> auto& { return c.fuse.clone_fd; },
+          "one /dev/fuse descriptor per reading thread"),
+      Flag(
+          "allow_other", [](Config & c) -> auto& { return c.fuse.allow_other; },
+          "let other users use the mount"),
+      Seconds(
+          "entry_timeout", [](Config & c) -> auto& { return c.fuse.entry_timeout; },
+          "seconds the kernel caches names"),
+      Seconds(
+          "attr_timeout", [](Config & c) -> auto& { return c.fuse.attr_timeout; },
+          "seconds the kernel caches attributes"),
+      Seconds(
+          "negative_timeout", [](Config & c) -> auto& { return c.fuse.negative_timeout; },
+          "seconds the kernel caches missing names"),
+      Flag(
+          "no_open", [](Config & c) -> auto& { return c.vfs.decline_open; },
+          "kernel opens files itself, no OPEN round trip"),
+      Flag(
+          "no_opendir", [](Config & c) -> auto& { return c.vfs.decline_opendir; },
+          "kernel opens directories itself (a killed daemon then leaves a dead mount)"),
+      Bytes(
+          "read_ahead", [](Config & c) -> auto& { return c.fuse.read_ahead; }, uint64_t{1} << 30,
+          "kernel read-ahead of the mount in bytes, 0 = kernel default, at most 1G"),
       // Which samplers exist is checked with their settings (prefetch_setup).
       {"prefetch_sampler",
        "none or a clairfs-order sampler (torch-distributed, keras, tf-list-files, ...)",
@@ -237,32 +261,44 @@ const std::vector<Setting>& Table() {
          return PlainName(v);
        },
        [](const Config& c) { return c.prefetch_sampler; }},
-      Text("prefetch_root", [](Config& c) -> auto& { return c.prefetch_root; }, false,
-           "dataset root inside the mount, relative"),
-      U64("prefetch_start_epoch", [](Config& c) -> auto& { return c.prefetch_start_epoch; }, 0,
+      Text(
+          "prefetch_root", [](Config & c) -> auto& { return c.prefetch_root; }, false,
+          "dataset root inside the mount, relative"),
+      U64(
+          "prefetch_start_epoch", [](Config & c) -> auto& { return c.prefetch_start_epoch; }, 0,
           "first epoch of the job"),
-      U64("prefetch_epochs", [](Config& c) -> auto& { return c.prefetch_epochs; }, 1,
+      U64(
+          "prefetch_epochs", [](Config & c) -> auto& { return c.prefetch_epochs; }, 1,
           "epochs the job runs, >= 1"),
-      U64("prefetch_world_size", [](Config& c) -> auto& { return c.prefetch_world_size; }, 1,
+      U64(
+          "prefetch_world_size", [](Config & c) -> auto& { return c.prefetch_world_size; }, 1,
           "training ranks in the job, >= 1"),
-      U64("prefetch_ranks_per_node", [](Config& c) -> auto& { return c.prefetch_ranks_per_node; },
+      U64(
+          "prefetch_ranks_per_node", [](Config & c) -> auto& { return c.prefetch_ranks_per_node; },
           0, "training ranks per node, 0 = world_size / daemons"),
-      Choice("prefetch_shared_stream",
-             [](Config& c) -> auto& { return c.prefetch_shared_stream; }, {"auto", "true", "false"},
-             "the node's training processes all read rank 0's order: auto, true or false"),
-      U64("prefetch_batch_size", [](Config& c) -> auto& { return c.prefetch_batch_size; }, 1,
+      Choice(
+          "prefetch_shared_stream", [](Config & c) -> auto& { return c.prefetch_shared_stream; },
+          {"auto", "true", "false"},
+          "the node's training processes all read rank 0's order: auto, true or false"),
+      U64(
+          "prefetch_batch_size", [](Config & c) -> auto& { return c.prefetch_batch_size; }, 1,
           "DataLoader batch_size, >= 1"),
-      U64("prefetch_workers", [](Config& c) -> auto& { return c.prefetch_workers; }, 0,
+      U64(
+          "prefetch_workers", [](Config & c) -> auto& { return c.prefetch_workers; }, 0,
           "DataLoader num_workers"),
-      U64("prefetch_factor", [](Config& c) -> auto& { return c.prefetch_factor; }, 1,
+      U64(
+          "prefetch_factor", [](Config & c) -> auto& { return c.prefetch_factor; }, 1,
           "DataLoader prefetch_factor, >= 1"),
-      U32("prefetch_threads", [](Config& c) -> auto& { return c.prefetch_engine.threads; }, 1, 64,
+      U32(
+          "prefetch_threads", [](Config & c) -> auto& { return c.prefetch_engine.threads; }, 1, 64,
           "prefetch fetch threads, 1-64"),
-      Millis("prefetch_wait_ms", [](Config& c) -> auto& { return c.prefetch_engine.open_wait; }, 0,
-             60000, "ms an open waits for its in-flight prefetch, 0-60000"),
-      Choice("prefetch_opens", [](Config& c) -> auto& { return c.prefetch_opens; },
-             {"inotify", "fuse"},
-             "how opens reach the prefetcher: inotify (no round trip) or fuse (OPEN requests)"),
+      Millis(
+          "prefetch_wait_ms", [](Config & c) -> auto& { return c.prefetch_engine.open_wait; }, 0,
+          60000, "ms an open waits for its in-flight prefetch, 0-60000"),
+      Choice(
+          "prefetch_opens", [](Config & c) -> auto& { return c.prefetch_opens; },
+          {"inotify", "fuse"},
+          "how opens reach the prefetcher: inotify (no round trip) or fuse (OPEN requests)"),
       {"log_level", "error, warn, info or debug",
        [](Config* c, std::string_view v) { return ParseLogLevel(v, &c->log_level); },
        [](const Config& c) { return std::string(LogLevelName(c.log_level)); }},

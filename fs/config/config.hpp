@@ -46,7 +46,7 @@ struct Config {
   // keras-flow, order-file, tf-list-files). Anything but none makes every OPEN
   // reach the daemon (vfs.decline_open is forced to false).
   std::string prefetch_sampler = "none";
-  std::string prefetch_root;   // dataset root inside the mount, relative ("" = the mount root)
+  std::string prefetch_root;  // dataset root inside the mount, relative ("" = the mount root)
   uint64_t prefetch_start_epoch = 0;  // first epoch the job runs
   uint64_t prefetch_epochs = 1;       // epochs from start_epoch
   uint64_t prefetch_world_size = 1;   // training ranks in the job
@@ -58,9 +58,9 @@ struct Config {
   // has a single consumer (keras, keras-flow, torch-random, an order file of
   // one rank...), as when every Horovod rank iterates the whole dataset.
   std::string prefetch_shared_stream = "auto";
-  uint64_t prefetch_batch_size = 1;             // DataLoader batch_size (Keras batch_size)
-  uint64_t prefetch_workers = 0;                // DataLoader num_workers
-  uint64_t prefetch_factor = 2;                 // DataLoader prefetch_factor
+  uint64_t prefetch_batch_size = 1;  // DataLoader batch_size (Keras batch_size)
+  uint64_t prefetch_workers = 0;     // DataLoader num_workers
+  uint64_t prefetch_factor = 2;      // DataLoader prefetch_factor
   // The sampler's own settings: every other `prefetch_<name>` key (a name of
   // letters, digits, '-' and '_'), kept as given (name without the prefix
   // -> value, in the order first set). They are the rows of clairfs-order's
@@ -71,8 +71,8 @@ struct Config {
   // (fs/clairfsd/prefetch_setup.hpp), which knows which apply to
   // prefetch_sampler.
   std::vector<std::pair<std::string, std::string>> prefetch_settings;
-  PrefetchEngineOptions prefetch_engine;        // prefetch_threads, prefetch_wait_ms
-  std::string prefetch_opens = "inotify";        // how the prefetcher sees opens: inotify or fuse
+  PrefetchEngineOptions prefetch_engine;   // prefetch_threads, prefetch_wait_ms
+  std::string prefetch_opens = "inotify";  // how the prefetcher sees opens: inotify or fuse
 
   // --- logging ---
   LogLevel log_level = LogLevel::kInfo;  // error, warn, info or debug

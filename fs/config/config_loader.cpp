@@ -1,9 +1,9 @@
 #include "fs/config/config_loader.hpp"
 
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <map>
-
-#include <yaml-cpp/yaml.h>
 
 #include "base/cli.hpp"
 #include "partitioner/format/file_io.hpp"

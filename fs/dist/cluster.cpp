@@ -54,7 +54,7 @@ Status Cluster::Agree(const Status& local, std::chrono::milliseconds wait) {
   auto all = transport_->Gather(local.ok() ? 1 : 0, std::chrono::steady_clock::now() + wait);
   if (!all.ok()) {
     return Status::IOError("start-up: not every rank reached the same step within " +
-                           std::to_string(wait.count()) + " ms (see the other ranks' logs)",
+                               std::to_string(wait.count()) + " ms (see the other ranks' logs)",
                            ETIMEDOUT);
   }
   std::string failed;
@@ -96,8 +96,8 @@ Status Cluster::Start(const ClusterOptions& o) {
 
   const Ownership own(manifest_->partition_count(), manifest_->header().replicas, size_);
   if (!o.local_dir.empty()) {
-    stager_ = std::make_unique<Stager>(o.dataset, o.local_dir, manifest_,
-                                       own.PartitionsOf(rank_), o.stage_threads);
+    stager_ = std::make_unique<Stager>(o.dataset, o.local_dir, manifest_, own.PartitionsOf(rank_),
+                                       o.stage_threads);
   }
   store_ = std::make_unique<DistributedPackStore>(o.dataset, manifest_, own, rank_,
                                                   transport_.get(), stager_.get(), o.store);

@@ -27,8 +27,8 @@ namespace clairfs::fs {
 // The multi-node settings (config keys dataset, local_dir, stage_threads,
 // server_threads, start_timeout_ms, shutdown_wait_ms and the store's).
 struct ClusterOptions {
-  std::string dataset;    // the clairfs-partition output (required; expanded by the caller)
-  std::string local_dir;  // node-local directory for staged packs; empty: no staging
+  std::string dataset;          // the clairfs-partition output (required; expanded by the caller)
+  std::string local_dir;        // node-local directory for staged packs; empty: no staging
   uint32_t stage_threads = 2;   // packs copied at once while staging
   uint32_t server_threads = 4;  // peers' reads served at once (they may wait on a cold disk)
   // Bound of each start-up step every rank takes together (agreeing that all
@@ -36,7 +36,7 @@ struct ClusterOptions {
   // stops the job instead of leaving the others waiting.
   std::chrono::milliseconds start_timeout{120000};
   std::chrono::milliseconds shutdown_wait{10000};  // how long a stopping rank waits for the others
-  DistOptions store;  // reads of other ranks' partitions
+  DistOptions store;                               // reads of other ranks' partitions
 };
 
 class MpiTransport;

@@ -179,7 +179,7 @@ Status DistributedPackStore::CheckServed(const PackRead& read) const {
 }
 
 std::optional<Result<std::vector<char>>> DistributedPackStore::ServeIfCached(int peer,
-                                                                            const PackRead& read) {
+                                                                             const PackRead& read) {
   (void)peer;
   if (Status st = CheckServed(read); !st.ok()) return Result<std::vector<char>>(st);
   const format::RandomAccessFile* file =

@@ -96,7 +96,7 @@ class DistributedPackStore final : public PackStore {
   Stager* const stager_;
   const DistOptions options_;
   const std::unique_ptr<PackReadahead> readahead_;  // null when off; before shared_
-  PosixPackStore shared_;  // the packs in the dataset directory
+  PosixPackStore shared_;                           // the packs in the dataset directory
   DistCounters counters_;
   // Per partition with an owner other than this rank: reads from the others.
   std::vector<std::unique_ptr<RemotePack>> remote_;

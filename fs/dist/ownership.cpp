@@ -22,7 +22,8 @@ std::vector<int> Ownership::Owners(uint32_t p) const {
 bool Ownership::Holds(int rank, uint32_t p) const {
   if (p >= partitions_) return true;
   // rank holds p when (rank - p) mod N < K.
-  const uint32_t d = static_cast<uint32_t>(((rank - static_cast<int64_t>(p % ranks_)) % ranks_ + ranks_) % ranks_);
+  const uint32_t d =
+      static_cast<uint32_t>(((rank - static_cast<int64_t>(p % ranks_)) % ranks_ + ranks_) % ranks_);
   return d < replicas_;
 }
 

@@ -46,7 +46,8 @@ void Stager::Start() {
   next_log_ns_ = (start_ + log_every_).time_since_epoch().count();
   std::error_code ec;
   std::filesystem::create_directories(local_dir_, ec);
-  const unsigned n = static_cast<unsigned>(std::min<size_t>(threads_, std::max<size_t>(partitions_.size(), 1)));
+  const unsigned n =
+      static_cast<unsigned>(std::min<size_t>(threads_, std::max<size_t>(partitions_.size(), 1)));
   running_ = n;
   progress_.threads = n;
   for (unsigned i = 0; i < n; ++i) {

@@ -42,8 +42,7 @@ class Stager {
  public:
   Stager(std::string dataset_dir, std::string local_dir,
          std::shared_ptr<const format::Manifest> manifest, std::vector<uint32_t> partitions,
-         unsigned threads = 2,
-         std::chrono::milliseconds log_every = std::chrono::seconds(30));
+         unsigned threads = 2, std::chrono::milliseconds log_every = std::chrono::seconds(30));
   ~Stager();
 
   // Starts the copy threads. Call once.

@@ -33,8 +33,8 @@ Result<std::unique_ptr<OpenWatcher>> OpenWatcher::Start(
     ::close(fd);
     return Status::FromErrno(e, "eventfd");
   }
-  std::unique_ptr<OpenWatcher> w(new OpenWatcher(std::move(manifest), in_dataset,
-                                                 std::move(on_open), fd, stop_fd));
+  std::unique_ptr<OpenWatcher> w(
+      new OpenWatcher(std::move(manifest), in_dataset, std::move(on_open), fd, stop_fd));
   // A directory is watched once, for the first dataset file found in it.
   std::vector<uint8_t> seen(m.node_count(), 0);
   for (uint32_t node = 0; node < m.node_count(); ++node) {
@@ -78,8 +78,8 @@ void OpenWatcher::Stop() {
   if (!thread_.joinable()) return;
   const uint64_t one = 1;
   if (::write(stop_fd_, &one, sizeof one) < 0) {
-    Log(LogLevel::kWarn, std::string("open watcher: cannot wake its thread: ") +
-                             std::strerror(errno));
+    Log(LogLevel::kWarn,
+        std::string("open watcher: cannot wake its thread: ") + std::strerror(errno));
   }
   thread_.join();
 }

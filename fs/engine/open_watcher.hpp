@@ -40,10 +40,9 @@ class OpenWatcher {
   // Watches every directory under `mount` that holds a file with
   // in_dataset[node] != 0 (by manifest node). IOError naming the directory
   // when a watch cannot be added (ENOSPC: fs.inotify.max_user_watches).
-  static Result<std::unique_ptr<OpenWatcher>> Start(const std::string& mount,
-                                                    std::shared_ptr<const format::Manifest> manifest,
-                                                    const std::vector<uint8_t>& in_dataset,
-                                                    OnOpenFn on_open);
+  static Result<std::unique_ptr<OpenWatcher>> Start(
+      const std::string& mount, std::shared_ptr<const format::Manifest> manifest,
+      const std::vector<uint8_t>& in_dataset, OnOpenFn on_open);
   ~OpenWatcher();
   OpenWatcher(const OpenWatcher&) = delete;
   OpenWatcher& operator=(const OpenWatcher&) = delete;
@@ -62,8 +61,8 @@ class OpenWatcher {
   const std::shared_ptr<const format::Manifest> manifest_;
   const std::vector<uint8_t> in_dataset_;
   const OnOpenFn on_open_;
-  const int fd_;       // inotify
-  const int stop_fd_;  // eventfd: Stop() wakes the thread
+  const int fd_;                            // inotify
+  const int stop_fd_;                       // eventfd: Stop() wakes the thread
   std::unordered_map<int, uint32_t> dirs_;  // watch descriptor -> directory node
   std::atomic<uint64_t> events_{0}, overflows_{0};
   std::thread thread_;

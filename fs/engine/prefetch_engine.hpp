@@ -84,11 +84,12 @@ struct PrefetchStats {
 };
 
 struct PrefetchEngineOptions {
-  uint32_t threads = 2;                       // fetch threads (config prefetch_threads)
-  std::chrono::milliseconds open_wait{2000};  // longest wait of an open for its fetch (prefetch_wait_ms)
-  size_t fetches_per_plan = 4;                // files one thread takes from NextFetches at a time
+  uint32_t threads = 2;  // fetch threads (config prefetch_threads)
+  std::chrono::milliseconds open_wait{
+      2000};                    // longest wait of an open for its fetch (prefetch_wait_ms)
+  size_t fetches_per_plan = 4;  // files one thread takes from NextFetches at a time
   std::chrono::milliseconds idle_poll{20};  // a thread with nothing to do sleeps this long at most
-  std::string sampler;                     // for stats.json only
+  std::string sampler;                      // for stats.json only
   // Where time is read: how long an open waited, when a refused push is tried
   // again. Not owned; must outlive the engine.
   const clairfs::Clock* clock = &clairfs::SteadyClock::Instance();

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "base/log.hpp"
-#include "fs/fuse/spin_window.hpp"
 #include "fs/fuse/fuse_ops.hpp"
 #include "fs/fuse/mount_tuning.hpp"
+#include "fs/fuse/spin_window.hpp"
 
 namespace clairfs::fs {
 namespace {
@@ -291,8 +291,8 @@ Status ServeFuse(Vfs* vfs, const FuseOptions& options, FusePageCachePusher* push
   // thread answers the READ itself).
   WorkPool waiting("clairfs-read", options.threads, 256);
   session.waiting_reads = &waiting;
-  const std::unique_ptr<fuse_loop_config, void (*)(fuse_loop_config*)> loop(
-      fuse_loop_cfg_create(), fuse_loop_cfg_destroy);
+  const std::unique_ptr<fuse_loop_config, void (*)(fuse_loop_config*)> loop(fuse_loop_cfg_create(),
+                                                                            fuse_loop_cfg_destroy);
   fuse_loop_cfg_set_clone_fd(loop.get(), options.clone_fd ? 1 : 0);
   fuse_loop_cfg_set_max_threads(loop.get(), options.fuse_threads);
   const int rc = options.fuse_threads == 1

@@ -12,9 +12,8 @@
 // kernel stops asking, which takes a round trip off every close().
 #pragma once
 
-#include <functional>
-
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "base/status.hpp"
@@ -28,8 +27,8 @@ namespace clairfs::fs {
 // The FUSE session's settings (config keys mount, fuse_threads, fuse_spin_us,
 // threads, clone_fd, allow_other, *_timeout, read_ahead).
 struct FuseOptions {
-  std::string mount;    // where to mount (required; created if missing, must be empty)
-  std::string dataset;  // shown as the mount's source (fsname); the caller sets it
+  std::string mount;         // where to mount (required; created if missing, must be empty)
+  std::string dataset;       // shown as the mount's source (fsname); the caller sets it
   bool allow_other = false;  // let other users in (non-root needs user_allow_other)
   // Threads reading /dev/fuse; each answers at once what needs no wait
   // (lookups, attributes, listings, ioctls, READs of bytes in RAM).
@@ -39,8 +38,8 @@ struct FuseOptions {
   // request that finds it awake skips the wake-up of a sleeping CPU (tens of
   // microseconds on a VM), at the cost of that CPU time. 0 = sleep at once.
   uint32_t spin_us = 200;
-  uint32_t threads = 10;  // threads answering READs that wait (packs, peers)
-  bool clone_fd = true;   // one /dev/fuse fd per reading thread
+  uint32_t threads = 10;               // threads answering READs that wait (packs, peers)
+  bool clone_fd = true;                // one /dev/fuse fd per reading thread
   double entry_timeout = 31536000;     // s the kernel may cache a name (the dataset is immutable)
   double attr_timeout = 31536000;      // s the kernel may cache attributes
   double negative_timeout = 31536000;  // s the kernel may cache "no such name"
@@ -49,8 +48,8 @@ struct FuseOptions {
   uint64_t read_ahead = uint64_t{1} << 20;
 };
 
-// Mounts `vfs` at options.mount and serves it until SIGINT, SIGTERM or SIGHUP, or until someone unmounts it; then
-// unmounts. Returns an error when the session cannot be set up or mounted.
+// Mounts `vfs` at options.mount and serves it until SIGINT, SIGTERM or SIGHUP, or until someone
+// unmounts it; then unmounts. Returns an error when the session cannot be set up or mounted.
 // Blocks; call once per process (it installs signal handlers). `pusher`
 // (optional) is attached to the session while it is mounted. `start`
 // (optional) runs in the calling thread once the mount is up, before any

@@ -10,8 +10,8 @@
 
 #include <atomic>
 
-#include "fs/fuse/fuse_adapter.hpp"
 #include "base/work_pool.hpp"
+#include "fs/fuse/fuse_adapter.hpp"
 #include "fs/vfs/vfs.hpp"
 
 namespace clairfs::fs {

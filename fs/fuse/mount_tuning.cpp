@@ -76,8 +76,8 @@ bool DetachMount(const std::string& mount) {
   if (::umount2(mount.c_str(), MNT_DETACH) != 0 && errno == EPERM) {
     const char* argv[] = {"fusermount3", "-u", "-z", "-q", mount.c_str(), nullptr};
     pid_t pid = 0;
-    if (::posix_spawnp(&pid, "fusermount3", nullptr, nullptr, const_cast<char**>(argv),
-                       environ) == 0) {
+    if (::posix_spawnp(&pid, "fusermount3", nullptr, nullptr, const_cast<char**>(argv), environ) ==
+        0) {
       int status = 0;
       while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }
@@ -122,7 +122,8 @@ Status PrepareMountPoint(const std::string& mount, bool* detached_stale) {
   if (!MountedDevice(point).empty()) {
     return Status::InvalidArgument("mount point " + mount +
                                    " is already a mount point (another clairfsd? unmount it "
-                                   "with fusermount3 -u " + mount + ")");
+                                   "with fusermount3 -u " +
+                                   mount + ")");
   }
   DIR* dir = ::opendir(mount.c_str());
   if (dir == nullptr) return Status::FromErrno(errno, "mount point " + mount);

@@ -147,7 +147,8 @@ void Endpoint::Complete(uint64_t id, Result<std::span<const char>> result) {
   done(std::move(result));
 }
 
-std::chrono::steady_clock::time_point Endpoint::ExpireDeadlines(std::chrono::steady_clock::time_point now) {
+std::chrono::steady_clock::time_point Endpoint::ExpireDeadlines(
+    std::chrono::steady_clock::time_point now) {
   std::vector<std::pair<int, Transport::ReplyFn>> expired;
   std::chrono::steady_clock::time_point next = std::chrono::steady_clock::time_point::max();
   {

@@ -35,7 +35,8 @@ void LoopbackFabric::Inject(int from, int to, MessageKind kind, std::vector<char
 void LoopbackFabric::Send(int from, int to, MessageKind kind, std::vector<char> bytes) {
   MutexLock lock(&mu_);
   if (to < 0 || to >= size_ || dead_[to] || dead_[from]) return;
-  if (kind == MessageKind::kReplies && damage_replies_[from] && !bytes.empty()) bytes.back() ^= 0x40;
+  if (kind == MessageKind::kReplies && damage_replies_[from] && !bytes.empty())
+    bytes.back() ^= 0x40;
   auto& q = inbox_[to];
   Message m{std::chrono::steady_clock::now() + delay_, from, kind, std::move(bytes)};
   if (reorder_ && !q.empty()) {
@@ -86,7 +87,7 @@ Status LoopbackFabric::Broadcast(int rank, std::vector<char>* bytes, int root,
 }
 
 Result<std::vector<int>> LoopbackFabric::Gather(int rank, int value,
-                                               std::chrono::steady_clock::time_point deadline) {
+                                                std::chrono::steady_clock::time_point deadline) {
   MutexLock lock(&mu_);
   const uint64_t generation = gather_arrived_++ / size_;
   GatherRound& round = gathers_[generation];
@@ -127,19 +128,20 @@ Status LoopbackTransport::Broadcast(std::vector<char>* bytes, int root,
   return fabric_->Broadcast(rank_, bytes, root, deadline);
 }
 
-Result<std::vector<int>> LoopbackTransport::Gather(int value, std::chrono::steady_clock::time_point deadline) {
+Result<std::vector<int>> LoopbackTransport::Gather(int value,
+                                                   std::chrono::steady_clock::time_point deadline) {
   return fabric_->Gather(rank_, value, deadline);
 }
 
 Status LoopbackTransport::Start(ServeFn serve, int server_threads, ServeNowFn serve_now) {
-  endpoint_ = std::make_unique<Endpoint>(rank_, fabric_->size(), std::move(serve),
-                                         server_threads, std::move(serve_now));
+  endpoint_ = std::make_unique<Endpoint>(rank_, fabric_->size(), std::move(serve), server_threads,
+                                         std::move(serve_now));
   progress_ = std::thread([this] { Progress(); });
   return Status::Ok();
 }
 
-void LoopbackTransport::Read(int peer, const PackRead& read, std::chrono::steady_clock::time_point deadline,
-                             ReplyFn done) {
+void LoopbackTransport::Read(int peer, const PackRead& read,
+                             std::chrono::steady_clock::time_point deadline, ReplyFn done) {
   if (!endpoint_) {
     done(Status::IOError("transport not started", ESHUTDOWN));
     return;
@@ -153,8 +155,10 @@ Status LoopbackTransport::Barrier(std::chrono::steady_clock::time_point deadline
 
 void LoopbackTransport::Progress() {
   while (!stop_) {
-    for (auto& m : endpoint_->TakeOutgoing()) fabric_->Send(rank_, m.peer, m.kind, std::move(m.bytes));
-    for (auto& m : fabric_->Receive(rank_)) endpoint_->Deliver(m.from, m.kind, m.bytes.data(), m.bytes.size());
+    for (auto& m : endpoint_->TakeOutgoing())
+      fabric_->Send(rank_, m.peer, m.kind, std::move(m.bytes));
+    for (auto& m : fabric_->Receive(rank_))
+      endpoint_->Deliver(m.from, m.kind, m.bytes.data(), m.bytes.size());
     const auto now = std::chrono::steady_clock::now();
     const auto next = endpoint_->ExpireDeadlines(now);
     endpoint_->WaitForOutgoing(std::min(next, now + std::chrono::microseconds(200)));

@@ -48,8 +48,10 @@ class LoopbackFabric {
   void Send(int from, int to, MessageKind kind, std::vector<char> bytes);
   // Messages for `rank` whose time has come.
   std::vector<Message> Receive(int rank);
-  Status Broadcast(int rank, std::vector<char>* bytes, int root, std::chrono::steady_clock::time_point deadline);
-  Result<std::vector<int>> Gather(int rank, int value, std::chrono::steady_clock::time_point deadline);
+  Status Broadcast(int rank, std::vector<char>* bytes, int root,
+                   std::chrono::steady_clock::time_point deadline);
+  Result<std::vector<int>> Gather(int rank, int value,
+                                  std::chrono::steady_clock::time_point deadline);
   Status Barrier(std::chrono::steady_clock::time_point deadline);
 
   const int size_;
@@ -85,13 +87,16 @@ class LoopbackTransport final : public Transport {
   int size() const override { return fabric_->size(); }
   Status Broadcast(std::vector<char>* bytes, int root,
                    std::chrono::steady_clock::time_point deadline) override;
-  Result<std::vector<int>> Gather(int value, std::chrono::steady_clock::time_point deadline) override;
+  Result<std::vector<int>> Gather(int value,
+                                  std::chrono::steady_clock::time_point deadline) override;
   Status Start(ServeFn serve, int server_threads, ServeNowFn serve_now = {}) override;
   void Read(int peer, const PackRead& read, std::chrono::steady_clock::time_point deadline,
             ReplyFn done) override;
   Status Barrier(std::chrono::steady_clock::time_point deadline) override;
   void Stop() override;
-  const EndpointCounters* counters() const override { return endpoint_ ? &endpoint_->counters() : nullptr; }
+  const EndpointCounters* counters() const override {
+    return endpoint_ ? &endpoint_->counters() : nullptr;
+  }
 
  private:
   void Progress();

@@ -27,8 +27,8 @@ std::string MpiError(int code) {
 // such a call cannot be withdrawn, and a rank that never comes (not started,
 // killed, stopped) would otherwise keep this one in it forever.
 template <typename Call>
-void Bounded(Call call, std::chrono::milliseconds limit, const std::string& who,
-             const char* what, const char* cause, int exit_code) {
+void Bounded(Call call, std::chrono::milliseconds limit, const std::string& who, const char* what,
+             const char* cause, int exit_code) {
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
@@ -63,8 +63,8 @@ Result<std::unique_ptr<MpiTransport>> MpiTransport::Init(int* argc, char*** argv
   int provided = 0;
   int rc = MPI_SUCCESS;
   Bounded([&] { rc = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided); }, limit,
-          "clairfsd", "MPI_Init",
-          "a rank of the job never started, or died or hung while starting", 1);
+          "clairfsd", "MPI_Init", "a rank of the job never started, or died or hung while starting",
+          1);
   if (rc != MPI_SUCCESS) return Status::IOError("MPI_Init_thread: " + MpiError(rc));
   if (provided < MPI_THREAD_SERIALIZED) {
     MPI_Finalize();
@@ -87,15 +87,16 @@ void MpiTransport::Finalize(std::chrono::milliseconds limit, int exit_code) {
   if (skip_finalize_) return;
   // MPI_Finalize synchronises with every rank: one that died unfinalized
   // (SIGKILL, a crash) leaves the others waiting in it forever. Bound it.
-  Bounded([] { MPI_Finalize(); }, limit, "clairfsd[" + std::to_string(rank_) + "]",
-          "MPI_Finalize", "a peer ended without finalizing", exit_code);
+  Bounded([] { MPI_Finalize(); }, limit, "clairfsd[" + std::to_string(rank_) + "]", "MPI_Finalize",
+          "a peer ended without finalizing", exit_code);
 }
 
 // Waits for a non-blocking collective until `deadline`. MPICH's blocking
 // collectives would wait forever for a rank that never comes (and spin while
 // they wait); a pending request cannot be withdrawn, so after a timeout MPI
 // cannot be finalized cleanly and the caller's process must exit without it.
-Status MpiTransport::Complete(void* request, const char* what, std::chrono::steady_clock::time_point deadline) {
+Status MpiTransport::Complete(void* request, const char* what,
+                              std::chrono::steady_clock::time_point deadline) {
   auto* req = static_cast<MPI_Request*>(request);
   auto pause = std::chrono::microseconds(10);
   for (;;) {
@@ -131,7 +132,8 @@ Status MpiTransport::Broadcast(std::vector<char>* bytes, int root,
   return Status::Ok();
 }
 
-Result<std::vector<int>> MpiTransport::Gather(int value, std::chrono::steady_clock::time_point deadline) {
+Result<std::vector<int>> MpiTransport::Gather(int value,
+                                              std::chrono::steady_clock::time_point deadline) {
   std::vector<int> all(static_cast<size_t>(size_));
   MPI_Request req;
   const int rc = MPI_Iallgather(&value, 1, MPI_INT, all.data(), 1, MPI_INT, MPI_COMM_WORLD, &req);
@@ -150,8 +152,8 @@ Status MpiTransport::Start(ServeFn serve, int server_threads, ServeNowFn serve_n
   return Status::Ok();
 }
 
-void MpiTransport::Read(int peer, const PackRead& read, std::chrono::steady_clock::time_point deadline,
-                        ReplyFn done) {
+void MpiTransport::Read(int peer, const PackRead& read,
+                        std::chrono::steady_clock::time_point deadline, ReplyFn done) {
   if (!endpoint_) {
     done(Status::IOError("transport not started", ESHUTDOWN));
     return;

@@ -37,7 +37,8 @@ class MpiTransport final : public Transport {
   int size() const override { return size_; }
   Status Broadcast(std::vector<char>* bytes, int root,
                    std::chrono::steady_clock::time_point deadline) override;
-  Result<std::vector<int>> Gather(int value, std::chrono::steady_clock::time_point deadline) override;
+  Result<std::vector<int>> Gather(int value,
+                                  std::chrono::steady_clock::time_point deadline) override;
   Status Start(ServeFn serve, int server_threads, ServeNowFn serve_now = {}) override;
   void Read(int peer, const PackRead& read, std::chrono::steady_clock::time_point deadline,
             ReplyFn done) override;
@@ -52,7 +53,9 @@ class MpiTransport final : public Transport {
   void Finalize(std::chrono::milliseconds limit, int exit_code);
   // Ends the whole job (every rank) with `code`.
   void Abort(int code);
-  const EndpointCounters* counters() const override { return endpoint_ ? &endpoint_->counters() : nullptr; }
+  const EndpointCounters* counters() const override {
+    return endpoint_ ? &endpoint_->counters() : nullptr;
+  }
 
  private:
   MpiTransport(int rank, int size) : rank_(rank), size_(size) {}

@@ -76,7 +76,8 @@ Result<std::vector<ReplyView>> DecodeReplies(const char* data, size_t size) {
   for (uint32_t i = 0; i < h->count; ++i) {
     ReplyEntry e;
     std::memcpy(&e, data + sizeof(BatchHeader) + i * sizeof e, sizeof e);
-    if (e.length > size - pos) return Status::Corruption("reply batch payloads overrun the message");
+    if (e.length > size - pos)
+      return Status::Corruption("reply batch payloads overrun the message");
     out[i].id = e.id;
     out[i].err = e.err;
     out[i].data = std::span<const char>(data + pos, e.length);

@@ -25,7 +25,6 @@
 
 namespace clairfs::fs {
 
-
 inline constexpr uint64_t kNoFrame = UINT64_MAX;
 
 struct PackRead {
@@ -67,7 +66,8 @@ class Transport {
                            std::chrono::steady_clock::time_point deadline) = 0;
   // Collective, before Start(): every rank's `value`, indexed by rank. Fails
   // at `deadline` (ETIMEDOUT) when a rank never takes part.
-  virtual Result<std::vector<int>> Gather(int value, std::chrono::steady_clock::time_point deadline) = 0;
+  virtual Result<std::vector<int>> Gather(int value,
+                                          std::chrono::steady_clock::time_point deadline) = 0;
   // Starts the threads that move messages and `server_threads` (>= 1) that
   // serve peers' reads. With `serve_now`, a small read it can answer at once
   // is answered by the thread that received it, without a hand-off to a

@@ -60,7 +60,7 @@ struct CacheStats {
   uint64_t rejected = 0;  // blocks larger than the room there is, served but not kept
   uint64_t declined = 0;  // blocks of files the owner does not keep, served but not kept
   uint64_t peak_bytes = 0;
-  bool owned = false;     // a FileOwner (the prefetch planner) decides what stays
+  bool owned = false;  // a FileOwner (the prefetch planner) decides what stays
 };
 
 // stats.json is one JSON object (documented in docs/fuse.md): the data

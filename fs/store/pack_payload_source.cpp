@@ -36,8 +36,8 @@ Result<size_t> PackPayloadSource::Read(uint32_t node, uint64_t offset, size_t le
   // pack is not a missing file: the name exists), with the cause in the message.
   const auto fail = [&](const Status& st) {
     if (st.IsCorruption()) return st;
-    const std::string msg = st.message().rfind(what(), 0) == 0 ? st.message()
-                                                                : what() + ": " + st.message();
+    const std::string msg =
+        st.message().rfind(what(), 0) == 0 ? st.message() : what() + ": " + st.message();
     return Status::IOError(msg, EIO);
   };
   if (!pack.ok()) return fail(pack.status());

@@ -56,8 +56,8 @@ struct FsStat {
 using DirEmit = std::function<bool(std::string_view name, const Attr& attr, uint64_t next_off)>;
 
 struct VfsOptions {
-  uint32_t uid = 0, gid = 0;     // owner reported for every inode
-  std::string config_text;       // content of /.clairfs/config
+  uint32_t uid = 0, gid = 0;  // owner reported for every inode
+  std::string config_text;    // content of /.clairfs/config
   // Decline the first OPEN with ENOSYS (config no_open): the kernel then opens
   // dataset files by itself with keep_cache, so a warm open/read/close costs
   // no daemon round trip.

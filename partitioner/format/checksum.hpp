@@ -1,10 +1,10 @@
 // The one checksum of the format: XXH3-64 (libxxhash). Thread-safe.
 #pragma once
 
+#include <xxhash.h>
+
 #include <cstddef>
 #include <cstdint>
-
-#include <xxhash.h>
 
 namespace clairfs::format {
 

@@ -82,9 +82,8 @@ Status PayloadEncoder::Encode(const char* data, size_t size, EncodedPayload* out
 PayloadDecoder::PayloadDecoder() : dctx_(ZSTD_createDCtx()) {}
 PayloadDecoder::~PayloadDecoder() { ZSTD_freeDCtx(dctx_); }
 
-Status PayloadDecoder::DecodeFrame(const char* src, size_t stored, uint8_t codec,
-                                   uint64_t checksum, char* dst, size_t raw,
-                                   const std::string& what) {
+Status PayloadDecoder::DecodeFrame(const char* src, size_t stored, uint8_t codec, uint64_t checksum,
+                                   char* dst, size_t raw, const std::string& what) {
   if (Checksum(src, stored) != checksum) return Status::Corruption(what + ": checksum mismatch");
   if (codec == static_cast<uint8_t>(Codec::kRaw)) {
     if (stored != raw) return Status::Corruption(what + ": raw frame has the wrong size");
@@ -114,8 +113,8 @@ Status PayloadDecoder::DecodeWhole(const RandomAccessFile& pack, const PayloadLo
   }
   stored_.resize(loc.stored_size);
   CLAIRFS_RETURN_IF_ERROR(pack.ReadExact(loc.offset, loc.stored_size, stored_.data()));
-  return DecodeFrame(stored_.data(), loc.stored_size, static_cast<uint8_t>(loc.codec),
-                     loc.checksum, dst, loc.size, what);
+  return DecodeFrame(stored_.data(), loc.stored_size, static_cast<uint8_t>(loc.codec), loc.checksum,
+                     dst, loc.size, what);
 }
 
 Result<uint64_t> FrameTableBytes(const char* data, size_t size) {

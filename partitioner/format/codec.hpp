@@ -8,13 +8,13 @@
 // one per thread.
 #pragma once
 
+#include <zstd.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <zstd.h>
 
 #include "base/status.hpp"
 #include "partitioner/format/file_io.hpp"
@@ -23,9 +23,9 @@
 namespace clairfs::format {
 
 struct EncodeOptions {
-  int zstd_level = 3;                     // 0 stores everything raw
+  int zstd_level = 3;                       // 0 stores everything raw
   uint32_t frame_size = kDefaultFrameSize;  // files larger than this are framed
-  double min_saving = 0.05;               // keep zstd only if it saves at least this fraction
+  double min_saving = 0.05;                 // keep zstd only if it saves at least this fraction
 };
 
 struct EncodedPayload {
@@ -127,8 +127,8 @@ class PayloadDecoder {
                       size_t length, char* dst, const std::string& what,
                       std::shared_ptr<const FrameTable>* table = nullptr);
   // Reads the whole file.
-  Status ReadAll(const RandomAccessFile& pack, const PayloadLocation& loc,
-                 std::vector<char>* out, const std::string& what);
+  Status ReadAll(const RandomAccessFile& pack, const PayloadLocation& loc, std::vector<char>* out,
+                 const std::string& what);
 
  private:
   Status DecodeWhole(const RandomAccessFile& pack, const PayloadLocation& loc, char* dst,

@@ -9,7 +9,8 @@
 
 namespace clairfs::format {
 
-Result<std::unique_ptr<PosixRandomAccessFile>> PosixRandomAccessFile::Open(const std::string& path) {
+Result<std::unique_ptr<PosixRandomAccessFile>> PosixRandomAccessFile::Open(
+    const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno(errno, "open " + path);
   struct stat st;

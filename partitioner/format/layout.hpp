@@ -36,21 +36,21 @@ inline constexpr uint8_t kNodeFlagBroadcast = 1;
 struct ManifestHeader {
   char magic[8];
   uint32_t version;
-  uint32_t header_size;       // sizeof(ManifestHeader)
-  uint64_t dataset_id;        // random per pack run; every pack header repeats it
-  uint32_t node_count;        // directories + files; node 0 is the root directory
+  uint32_t header_size;  // sizeof(ManifestHeader)
+  uint64_t dataset_id;   // random per pack run; every pack header repeats it
+  uint32_t node_count;   // directories + files; node 0 is the root directory
   uint32_t file_count;
-  uint32_t partition_count;   // P; the partition table has P + 1 rows (the last is broadcast)
-  uint32_t replicas;          // K copies of each partition requested for the daemons
-  uint32_t frame_size;        // files larger than this are kFramed
-  uint32_t zstd_level;        // 0 when compression was off
-  uint64_t string_bytes;      // size of the string pool
-  uint64_t raw_bytes;         // sum of file sizes
-  uint64_t stored_bytes;      // sum of payload sizes
-  int64_t created_unix;       // seconds
-  uint64_t body_checksum;     // XXH3-64 of everything after the header
+  uint32_t partition_count;  // P; the partition table has P + 1 rows (the last is broadcast)
+  uint32_t replicas;         // K copies of each partition requested for the daemons
+  uint32_t frame_size;       // files larger than this are kFramed
+  uint32_t zstd_level;       // 0 when compression was off
+  uint64_t string_bytes;     // size of the string pool
+  uint64_t raw_bytes;        // sum of file sizes
+  uint64_t stored_bytes;     // sum of payload sizes
+  int64_t created_unix;      // seconds
+  uint64_t body_checksum;    // XXH3-64 of everything after the header
   uint64_t reserved[4];
-  uint64_t header_checksum;   // XXH3-64 of the header bytes before this field
+  uint64_t header_checksum;  // XXH3-64 of the header bytes before this field
 };
 static_assert(sizeof(ManifestHeader) == 128);
 
@@ -59,7 +59,7 @@ struct PartitionRecord {
   uint64_t pack_checksum;  // XXH3-64 of the whole pack file
   uint32_t file_count;
   uint32_t reserved;
-  uint64_t raw_bytes;      // sum of the sizes of the files it holds
+  uint64_t raw_bytes;  // sum of the sizes of the files it holds
 };
 static_assert(sizeof(PartitionRecord) == 32);
 
@@ -77,9 +77,9 @@ struct NodeRecord {
   uint32_t partition;    // file: partition index, or partition_count for broadcast
   uint32_t mode;         // st_mode including the type bits
   uint16_t name_length;
-  uint8_t kind;          // NodeKind
-  uint8_t codec;         // Codec (files)
-  uint8_t flags;         // kNodeFlag*
+  uint8_t kind;   // NodeKind
+  uint8_t codec;  // Codec (files)
+  uint8_t flags;  // kNodeFlag*
   uint8_t reserved[3];
 };
 static_assert(sizeof(NodeRecord) == 64);
@@ -107,7 +107,7 @@ struct FrameEntry {
   uint32_t stored_size;  // bytes of this frame in the pack
   uint8_t codec;         // kRaw or kZstd, chosen per frame
   uint8_t reserved[3];
-  uint64_t checksum;     // XXH3-64 of the stored frame
+  uint64_t checksum;  // XXH3-64 of the stored frame
 };
 static_assert(sizeof(FrameEntry) == 16);
 

@@ -36,8 +36,9 @@ Status Manifest::ReadFile(const std::string& path, std::vector<char>* bytes, std
   *file = std::filesystem::is_directory(path, ec) ? path + "/" + kManifestName : path;
   Status st = ReadWholeFile(*file, bytes);
   if (st.IsNotFound()) {
-    return Status::NotFound(*file + ": no manifest (not a clairfs-partition output, or the pack "
-                                    "run did not finish)");
+    return Status::NotFound(*file +
+                            ": no manifest (not a clairfs-partition output, or the pack "
+                            "run did not finish)");
   }
   return st;
 }

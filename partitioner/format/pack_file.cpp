@@ -38,8 +38,9 @@ Result<std::unique_ptr<PosixRandomAccessFile>> OpenPack(const std::string& dir,
   CLAIRFS_RETURN_IF_ERROR((*file)->ReadExact(0, sizeof h, &h));
   PackHeader expect = MakePackHeader(manifest, p);
   if (std::memcmp(&h, &expect, sizeof h) != 0) {
-    return Status::Corruption(path + ": pack header does not match the manifest (another pack "
-                                     "run, or damaged)");
+    return Status::Corruption(path +
+                              ": pack header does not match the manifest (another pack "
+                              "run, or damaged)");
   }
   return std::move(file).value();
 }

@@ -65,7 +65,9 @@ std::string Iso8601(int64_t unix_seconds) {
   return buf;
 }
 
-double Ratio(uint64_t raw, uint64_t stored) { return stored ? static_cast<double>(raw) / stored : 1.0; }
+double Ratio(uint64_t raw, uint64_t stored) {
+  return stored ? static_cast<double>(raw) / stored : 1.0;
+}
 
 std::string Json(const format::Manifest& m, const std::string& out, const Stats& s) {
   const format::ManifestHeader& h = m.header();
@@ -125,8 +127,8 @@ std::string Text(const format::Manifest& m, const std::string& out, const Stats&
     std::snprintf(line, sizeof line, fmt, args...);
     t += line;
   };
-  add("dataset      %s (format v%u, id %016lx, packed %s)\n", out.c_str(), h.version,
-      h.dataset_id, Iso8601(h.created_unix).c_str());
+  add("dataset      %s (format v%u, id %016lx, packed %s)\n", out.c_str(), h.version, h.dataset_id,
+      Iso8601(h.created_unix).c_str());
   add("files        %lu in %lu directories (%lu broadcast to every node)\n", s.files, s.dirs,
       s.broadcast);
   add("bytes        %s raw, %s stored, ratio %.2fx\n", HumanBytes(s.raw).c_str(),

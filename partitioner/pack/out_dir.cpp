@@ -36,7 +36,8 @@ Status PrepareOutDir(const std::string& src, const std::string& out, bool force,
     *created = true;
     return Status::Ok();
   }
-  if (!fs::is_directory(real_out, ec)) return Status::AlreadyExists(out + " exists and is not a directory");
+  if (!fs::is_directory(real_out, ec))
+    return Status::AlreadyExists(out + " exists and is not a directory");
   if (!force) return Status::AlreadyExists(out + " exists; pass --force to replace it");
   for (const auto& e : fs::directory_iterator(real_out, ec)) {
     const std::string name = e.path().filename().string();

@@ -1,4 +1,3 @@
-#include "base/mutex.hpp"
 #include "partitioner/pack/packer.hpp"
 
 #include <fnmatch.h>
@@ -15,6 +14,7 @@
 #include <random>
 #include <thread>
 
+#include "base/mutex.hpp"
 #include "partitioner/format/checksum.hpp"
 #include "partitioner/format/codec.hpp"
 #include "partitioner/format/file_io.hpp"
@@ -87,7 +87,7 @@ class PackRun {
   PackSummary summary_;
 
   Mutex mu_;  // guards the sinks while workers run, the members below and all writes
-  size_t next_ CLAIRFS_GUARDED_BY(mu_) = 0;   // the next work item to take
+  size_t next_ CLAIRFS_GUARDED_BY(mu_) = 0;    // the next work item to take
   uint64_t held_ CLAIRFS_GUARDED_BY(mu_) = 0;  // memory the taken, unwritten files may hold
   CondVar turn_;  // a file written or failed: its room and its pack's turn are free
   Status failure_ CLAIRFS_GUARDED_BY(mu_);
@@ -146,8 +146,8 @@ Status PackRun::OpenSink(uint32_t p) {
   PackSink& s = sinks_[p];
   // Every pack may be open at once: their buffers share a fixed budget.
   const size_t buffer = std::clamp<size_t>((256u << 20) / (o_.partitions + 1), 64u << 10, 4u << 20);
-  auto w = format::BufferedWriter::Create(o_.out + "/" + format::PackFileName(p, o_.partitions),
-                                          buffer);
+  auto w =
+      format::BufferedWriter::Create(o_.out + "/" + format::PackFileName(p, o_.partitions), buffer);
   if (!w.ok()) return w.status();
   s.writer = std::move(w).value();
   const format::PackHeader h = format::MakePackHeader(dataset_id_, p);
@@ -261,7 +261,8 @@ void PackRun::Worker() {
 Status PackRun::WriteAll() {
   // Twice the cores by default: while some workers wait on a cold read, the
   // others compress.
-  unsigned threads = o_.threads ? o_.threads : 2 * std::max(1u, std::thread::hardware_concurrency());
+  unsigned threads =
+      o_.threads ? o_.threads : 2 * std::max(1u, std::thread::hardware_concurrency());
   threads = static_cast<unsigned>(std::min<size_t>(threads, std::max<size_t>(1, work_.size())));
   Progress progress("packing", work_.size(), scan_.total_bytes, o_.progress);
   progress_ = &progress;
@@ -361,7 +362,8 @@ Status ValidatePackOptions(const PackOptions& o) {
                                    std::to_string(ZSTD_maxCLevel()));
   }
   auto placement = MakePlacement(o.placement);
-  if (!placement.ok()) return Status::InvalidArgument("--placement: " + placement.status().message());
+  if (!placement.ok())
+    return Status::InvalidArgument("--placement: " + placement.status().message());
   return Status::Ok();
 }
 
@@ -391,9 +393,9 @@ Status RaiseOpenFileLimit(uint32_t partitions) {
   if (rl.rlim_cur >= need) return Status::Ok();
   rl.rlim_cur = std::min(need, rl.rlim_max);
   if (::setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < need) {
-    return Status::InvalidArgument(std::to_string(partitions) +
-                                   " partitions need " + std::to_string(need) +
-                                   " open files, the limit is " + std::to_string(rl.rlim_max) +
+    return Status::InvalidArgument(std::to_string(partitions) + " partitions need " +
+                                   std::to_string(need) + " open files, the limit is " +
+                                   std::to_string(rl.rlim_max) +
                                    " (raise `ulimit -n` or use fewer partitions)");
   }
   return Status::Ok();

@@ -2,9 +2,9 @@
 //
 // Files are read and encoded by `threads` workers in parallel, as many at once
 // as `memory` holds (a larger file alone), and appended to their pack in
-// manifest order, so two runs over the same tree lay out the same packs. Packs are fsync'ed before the manifest is written (atomically,
-// last), so an interrupted or failed run never leaves a manifest behind; on
-// failure the packs written so far are removed.
+// manifest order, so two runs over the same tree lay out the same packs. Packs are fsync'ed before
+// the manifest is written (atomically, last), so an interrupted or failed run never leaves a
+// manifest behind; on failure the packs written so far are removed.
 #pragma once
 
 #include <cstdint>
@@ -18,11 +18,11 @@
 namespace clairfs::pack {
 
 struct PackOptions {
-  std::string src;                     // source directory
-  std::string out;                     // output directory (created)
-  uint32_t partitions = 0;             // P >= 1; required
-  uint32_t replicas = 1;               // copies of each partition the daemons keep
-  int zstd_level = 3;                  // 0 = no compression
+  std::string src;          // source directory
+  std::string out;          // output directory (created)
+  uint32_t partitions = 0;  // P >= 1; required
+  uint32_t replicas = 1;    // copies of each partition the daemons keep
+  int zstd_level = 3;       // 0 = no compression
   uint32_t frame_size = format::kDefaultFrameSize;
   double min_saving = 0.05;            // compressed copy kept only if it saves this fraction
   std::string placement = "balanced";  // balanced | hash | contiguous
@@ -31,9 +31,9 @@ struct PackOptions {
   // Memory the files being read and encoded may hold at once (each about
   // twice its size); a file larger than this is packed alone. >= 1 MiB.
   uint64_t memory = uint64_t{1} << 30;
-  bool force = false;                  // replace an existing OUT
+  bool force = false;                                     // replace an existing OUT
   ExternalLinks external_links = ExternalLinks::kRefuse;  // links leaving SRC
-  bool progress = false;               // report progress on stderr (progress.hpp)
+  bool progress = false;  // report progress on stderr (progress.hpp)
 };
 
 struct PackSummary {

@@ -32,8 +32,8 @@ std::vector<uint32_t> HashPlacement::Assign(const std::vector<PlacedFile>& files
                                             uint32_t partitions) const {
   std::vector<uint32_t> out(files.size());
   for (size_t i = 0; i < files.size(); ++i) {
-    out[i] = static_cast<uint32_t>(
-        format::Checksum(files[i].path.data(), files[i].path.size()) % partitions);
+    out[i] = static_cast<uint32_t>(format::Checksum(files[i].path.data(), files[i].path.size()) %
+                                   partitions);
   }
   return out;
 }
@@ -54,8 +54,7 @@ std::vector<uint32_t> ContiguousPlacement::Assign(const std::vector<PlacedFile>&
   long double before = 0;
   for (size_t i = 0; i < files.size(); ++i) {
     const long double mid = before + files[i].size / 2.0L;
-    out[i] = std::min<uint32_t>(partitions - 1,
-                                static_cast<uint32_t>(mid * partitions / total));
+    out[i] = std::min<uint32_t>(partitions - 1, static_cast<uint32_t>(mid * partitions / total));
     before += files[i].size;
   }
   return out;

@@ -52,15 +52,13 @@ std::string RealPath(const std::string& path, int* err) {
 }
 
 bool IsWithin(const std::string& path, const std::string& root) {
-  return path == root ||
-         (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
-          (root == "/" || path[root.size()] == '/'));
+  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+                          (root == "/" || path[root.size()] == '/'));
 }
 
 class Scanner {
  public:
-  Scanner(std::string root, ExternalLinks external)
-      : root_(std::move(root)), external_(external) {}
+  Scanner(std::string root, ExternalLinks external) : root_(std::move(root)), external_(external) {}
 
   Result<ScanResult> Run() {
     int err;
@@ -97,8 +95,8 @@ class Scanner {
     DIR* d = ::opendir(dir_source.c_str());
     out_.entries[dir].first_child = static_cast<uint32_t>(out_.entries.size());
     if (d == nullptr) {
-      errors_.push_back(Printable(Shown(dir_path)) + ": cannot list directory: " +
-                        std::strerror(errno));
+      errors_.push_back(Printable(Shown(dir_path)) +
+                        ": cannot list directory: " + std::strerror(errno));
       return;
     }
     std::vector<std::string> names;

@@ -16,20 +16,20 @@
 namespace clairfs::pack {
 
 struct ScanEntry {
-  std::string name;      // the last path component; empty for the root
-  std::string source;    // path to read the content from (links already followed)
-  uint32_t parent = 0;   // index of the parent entry; the root is its own parent
+  std::string name;     // the last path component; empty for the root
+  std::string source;   // path to read the content from (links already followed)
+  uint32_t parent = 0;  // index of the parent entry; the root is its own parent
   bool is_dir = false;
-  uint64_t size = 0;     // files only
-  uint32_t mode = 0;     // st_mode of the target, type bits included
+  uint64_t size = 0;  // files only
+  uint32_t mode = 0;  // st_mode of the target, type bits included
   int64_t mtime_ns = 0;
   uint32_t first_child = 0;  // directories: children are [first_child, first_child + child_count)
   uint32_t child_count = 0;
 };
 
 struct ScanResult {
-  std::vector<ScanEntry> entries;      // breadth-first, children sorted bytewise; [0] is the root
-  std::vector<std::string> warnings;   // skipped special files, awkward names
+  std::vector<ScanEntry> entries;     // breadth-first, children sorted bytewise; [0] is the root
+  std::vector<std::string> warnings;  // skipped special files, awkward names
   uint64_t file_count = 0;
   uint64_t total_bytes = 0;
 };

@@ -1,4 +1,3 @@
-#include "base/mutex.hpp"
 #include "partitioner/pack/verify.hpp"
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "base/mutex.hpp"
 #include "partitioner/format/codec.hpp"
 #include "partitioner/format/manifest.hpp"
 #include "partitioner/format/pack_file.hpp"
@@ -96,8 +96,7 @@ class ContentCheck {
   static std::string Compare(format::PayloadDecoder& decoder, const format::RandomAccessFile& pack,
                              const format::NodeRecord& r, const std::string& source_path,
                              const std::string& path, const std::string& what,
-                             std::vector<char>* packed, std::vector<char>* source,
-                             bool* compared) {
+                             std::vector<char>* packed, std::vector<char>* source, bool* compared) {
     const auto loc = format::PayloadLocation::Of(r);
     const uint64_t chunk = loc.codec == format::Codec::kFramed ? kChunkBytes : loc.size;
     auto src = format::PosixRandomAccessFile::Open(source_path);

@@ -14,7 +14,7 @@ namespace clairfs::pack {
 struct VerifyOptions {
   std::string out;
   std::string src;
-  unsigned threads = 0;   // 0 = one per core
+  unsigned threads = 0;                                   // 0 = one per core
   ExternalLinks external_links = ExternalLinks::kRefuse;  // as given to pack
   bool progress = false;  // report progress on stderr (progress.hpp)
 };

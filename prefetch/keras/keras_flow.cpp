@@ -29,8 +29,9 @@ Result<DatasetIndex> KerasFlowListing(const Listing& listing, const KerasFlowOpt
     class_index[index.classes[i]] = static_cast<uint32_t>(i);
   }
   for (const std::string& name : index.classes) {
-    auto g = std::lower_bound(groups.begin(), groups.end(), name,
-                              [](const TopDirectory& t, const std::string& n) { return t.name < n; });
+    auto g =
+        std::lower_bound(groups.begin(), groups.end(), name,
+                         [](const TopDirectory& t, const std::string& n) { return t.name < n; });
     if (g == groups.end() || g->name != name) continue;  // os.walk of a missing dir: nothing
     std::vector<std::string> files;
     for (const std::string& f : g->files) {
@@ -56,8 +57,9 @@ Result<DatasetIndex> KerasFlowListing(const Listing& listing, const KerasFlowOpt
     }
   }
   if (index.paths.empty()) {
-    return Status::NotFound("flow_from_directory: no images found (formats png jpg jpeg bmp "
-                            "ppm tif tiff)");
+    return Status::NotFound(
+        "flow_from_directory: no images found (formats png jpg jpeg bmp "
+        "ppm tif tiff)");
   }
   return index;
 }
@@ -80,7 +82,8 @@ Result<KerasFlow> KerasFlow::Create(const Listing& listing, const KerasFlowOptio
     // has no epoch_iterator.reset() (until 3.6): another model, not built.
     return Status::InvalidArgument(
         "--protocol fit is modelled for tf.keras 2.15 and Keras >= 3.7 (Keras " +
-        options.version.ToString() + " fit drives the iterator differently): use --protocol "
+        options.version.ToString() +
+        " fit drives the iterator differently): use --protocol "
         "next or an order file");
   }
   bool fit = options.protocol == KerasFlowOptions::Protocol::kFit;
@@ -99,8 +102,11 @@ Result<KerasFlow> KerasFlow::Create(const Listing& listing, const KerasFlowOptio
     // epoch (DataHandler.catch_stop_iteration); Keras 3 cuts every epoch at
     // len(it) (EpochIterator._enumerate_iterator). Neither is modelled.
     return Status::InvalidArgument(
-        "--steps-per-epoch " + std::to_string(options.steps_per_epoch) + " is more than "
-        "len(it) = " + std::to_string(batches) + " batches: Keras then runs out of data "
+        "--steps-per-epoch " + std::to_string(options.steps_per_epoch) +
+        " is more than "
+        "len(it) = " +
+        std::to_string(batches) +
+        " batches: Keras then runs out of data "
         "(tf.keras 2 stops training, Keras 3 cuts the epoch); use at most " +
         std::to_string(batches));
   }
@@ -142,23 +148,31 @@ Result<std::vector<Index>> KerasFlow::IndexArray(uint64_t epoch) const {
     // The last batch of the pass: its size, hence its draws, is unknown.
     return Status::InvalidArgument(
         "model.fit(shuffle=True) runs the batches in an order from Python's random, and the "
-        "last batch (whose size is unknown: " + std::to_string(n) + " images are not a "
-        "multiple of batch_size " + std::to_string(options_.batch_size) + ") draws before "
-        "epoch " + std::to_string(epoch) + "'s permutation: pass shuffle=False to model.fit "
-        "(--fit-shuffle off) or use a batch size that divides " + std::to_string(n));
+        "last batch (whose size is unknown: " +
+        std::to_string(n) +
+        " images are not a "
+        "multiple of batch_size " +
+        std::to_string(options_.batch_size) +
+        ") draws before "
+        "epoch " +
+        std::to_string(epoch) +
+        "'s permutation: pass shuffle=False to model.fit "
+        "(--fit-shuffle off) or use a batch size that divides " +
+        std::to_string(n));
   }
-  std::string why =
-      d.reads_min == d.reads_max
-          ? "after all " + std::to_string(d.reads_min) + " batch reads, but up to " +
-                std::to_string(d.repeats_max) + " earlier epochs may have read nothing new "
-                "(tf.data read their batches ahead) and permuted first"
-          : "while tf.data's prefetch reads batches ahead (between " +
-                std::to_string(d.reads_min) + " and " + std::to_string(d.reads_max) +
-                " reads before it)";
+  std::string why = d.reads_min == d.reads_max
+                        ? "after all " + std::to_string(d.reads_min) + " batch reads, but up to " +
+                              std::to_string(d.repeats_max) +
+                              " earlier epochs may have read nothing new "
+                              "(tf.data read their batches ahead) and permuted first"
+                        : "while tf.data's prefetch reads batches ahead (between " +
+                              std::to_string(d.reads_min) + " and " + std::to_string(d.reads_max) +
+                              " reads before it)";
   return Status::InvalidArgument(
-      "model.fit(steps_per_epoch=" + std::to_string(steps()) + ") below len(it) = " +
-      std::to_string(batches_per_epoch()) + ": epoch " + std::to_string(epoch) +
-      "'s permutation is drawn by on_epoch_end " + why + ", so only a set of candidates is "
+      "model.fit(steps_per_epoch=" + std::to_string(steps()) +
+      ") below len(it) = " + std::to_string(batches_per_epoch()) + ": epoch " +
+      std::to_string(epoch) + "'s permutation is drawn by on_epoch_end " + why +
+      ", so only a set of candidates is "
       "known (--batches lists them); only epoch 0 is exact. For every epoch exact use "
       "steps_per_epoch=len(it) (or leave it out)");
 }
@@ -172,9 +186,9 @@ Result<std::vector<Index>> KerasFlow::ValidationIndexArray(uint64_t epoch) const
   uint64_t n = index_.size();
   uint64_t last = *options_.seed + 1 + (epoch + 1) * batches_per_epoch() - 1;
   if (last >= kSeedLimit) {
-    return Status::InvalidArgument("np.random.seed(seed + total_batches_seen) = " +
-                                   std::to_string(last) +
-                                   " is >= 2^32: NumPy raises ValueError there");
+    return Status::InvalidArgument(
+        "np.random.seed(seed + total_batches_seen) = " + std::to_string(last) +
+        " is >= 2^32: NumPy raises ValueError there");
   }
   uint64_t vb = options_.batch_size;
   uint64_t m = (validation_size_ + vb - 1) / vb;
@@ -208,7 +222,8 @@ Result<std::vector<std::vector<Index>>> KerasFlow::PreTrainingBatches() const {
   std::vector<Index> a(index_.size());
   std::iota(a.begin(), a.end(), Index{0});
   // The first __getitem__ reseeds with `seed` and draws the permutation.
-  if (options_.shuffle) a = NumpyRandomState(static_cast<uint32_t>(*options_.seed)).Permutation(a.size());
+  if (options_.shuffle)
+    a = NumpyRandomState(static_cast<uint32_t>(*options_.seed)).Permutation(a.size());
   uint64_t pre = SpecBatches();
   for (uint64_t k = 0; k < pre; ++k) {
     uint64_t start = k * options_.batch_size;

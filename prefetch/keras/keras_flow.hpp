@@ -42,11 +42,11 @@
 #include <vector>
 
 #include "base/status.hpp"
-#include "prefetch/order/dataset_index.hpp"
 #include "prefetch/keras/keras_listing.hpp"
+#include "prefetch/order/dataset_index.hpp"
 #include "prefetch/order/listing.hpp"
-#include "prefetch/rng/numpy_random.hpp"
 #include "prefetch/order/sampler.hpp"
+#include "prefetch/rng/numpy_random.hpp"
 
 namespace clairfs::prefetch {
 
@@ -170,9 +170,7 @@ class KerasFlow final : public Sampler {
     uint64_t reads_min = 0, reads_max = 0;
     std::vector<uint64_t> calls;  // the possible counts, ascending
     uint64_t repeats_max = 0;     // earlier permutations: 0..repeats_max
-    bool exact() const {
-      return reads_min == reads_max && calls.size() == 1 && repeats_max == 0;
-    }
+    bool exact() const { return reads_min == reads_max && calls.size() == 1 && repeats_max == 0; }
   };
   Result<Draws> EpochDraws(uint64_t epoch) const;
   // The index array on_epoch_end draws after `reads` __getitem__ calls, the
@@ -219,8 +217,8 @@ class KerasFlow final : public Sampler {
   uint64_t SpecBatches() const;
   // Every epoch one index array read in a known batch order.
   bool every_epoch_exact() const;
-  uint64_t steps() const;            // S (len(it) when not given)
-  uint64_t epochs_per_pass() const;  // Keras 3: ceil(len(it) / S); tf.keras 2: 1
+  uint64_t steps() const;                    // S (len(it) when not given)
+  uint64_t epochs_per_pass() const;          // Keras 3: ceil(len(it) / S); tf.keras 2: 1
   uint64_t Consumed(uint64_t epochs) const;  // batches trained on in epochs 0..epochs-1
   uint64_t BatchSize(uint64_t k) const;      // images of slice k
 

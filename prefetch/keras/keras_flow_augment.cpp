@@ -40,9 +40,7 @@ std::vector<std::string> Split(const std::string& s, char sep) {
 
 // numpy legacy RandomState.choice(a) with size=None and no p: randint(0, pop),
 // which draws masked 32-bit values (random_bounded_uint64_fill).
-void DrawChoice(NumpyRandomState& rng, uint64_t population) {
-  rng.RandomInterval(population - 1);
-}
+void DrawChoice(NumpyRandomState& rng, uint64_t population) { rng.RandomInterval(population - 1); }
 
 }  // namespace
 
@@ -50,10 +48,16 @@ Result<KerasFlowAugment> KerasFlowAugment::Parse(std::string_view text) {
   KerasFlowAugment a;
   if (text.empty()) return a;
   // Options that never draw (they change pixels only).
-  static const std::set<std::string> kNoDraw = {
-      "horizontal_flip", "vertical_flip", "rescale", "fill_mode", "cval",
-      "featurewise_center", "samplewise_center", "featurewise_std_normalization",
-      "samplewise_std_normalization", "interpolation_order"};
+  static const std::set<std::string> kNoDraw = {"horizontal_flip",
+                                                "vertical_flip",
+                                                "rescale",
+                                                "fill_mode",
+                                                "cval",
+                                                "featurewise_center",
+                                                "samplewise_center",
+                                                "featurewise_std_normalization",
+                                                "samplewise_std_normalization",
+                                                "interpolation_order"};
   for (const std::string& item : Split(std::string(text), ',')) {
     size_t eq = item.find('=');
     std::string key = item.substr(0, eq);
@@ -73,7 +77,9 @@ Result<KerasFlowAugment> KerasFlowAugment::Parse(std::string_view text) {
     if (key == "rotation_range" || key == "shear_range" || key == "channel_shift_range") {
       if (nums.size() != 1) return bad("expected one number");
       bool on = nums[0] != 0;  // Python truthiness; NaN is true
-      (key == "rotation_range" ? a.rotation : key == "shear_range" ? a.shear : a.channel_shift) = on;
+      (key == "rotation_range" ? a.rotation
+       : key == "shear_range"  ? a.shear
+                               : a.channel_shift) = on;
     } else if (key == "width_shift_range" || key == "height_shift_range") {
       Shift shift = Shift::kNone;
       uint64_t choices = 0;

@@ -94,9 +94,9 @@ Result<KerasFlow::Draws> KerasFlow::EpochDraws(uint64_t epoch) const {
   // Every batch trained on reseeds: NumPy raises once seed + count >= 2^32.
   uint64_t last = seed + (fit ? pre + Consumed(epoch + 1) : (epoch + 1) * len) - 1;
   if (last >= kSeedLimit) {
-    return Status::InvalidArgument("np.random.seed(seed + total_batches_seen) = " +
-                                   std::to_string(last) +
-                                   " is >= 2^32: NumPy raises ValueError there");
+    return Status::InvalidArgument(
+        "np.random.seed(seed + total_batches_seen) = " + std::to_string(last) +
+        " is >= 2^32: NumPy raises ValueError there");
   }
   if (!fit) {
     // _flow_index: reseed with seed + epoch * len(it), then permute.
@@ -173,9 +173,9 @@ Result<std::vector<Index>> KerasFlow::PermutationAfter(
   }
   uint64_t reseed = *options_.seed + (reads == 0 ? 0 : reads - 1);
   if (reseed >= kSeedLimit) {
-    return Status::InvalidArgument("np.random.seed(seed + total_batches_seen) = " +
-                                   std::to_string(reseed) +
-                                   " is >= 2^32: NumPy raises ValueError there");
+    return Status::InvalidArgument(
+        "np.random.seed(seed + total_batches_seen) = " + std::to_string(reseed) +
+        " is >= 2^32: NumPy raises ValueError there");
   }
   NumpyRandomState rng(static_cast<uint32_t>(reseed));
   if (reads == 0) calls = 0;  // the permutation the first call drew
@@ -240,11 +240,11 @@ Result<std::vector<std::vector<Index>>> KerasFlow::EpochPermutations(uint64_t ep
   }
   count *= d.reads_max - d.reads_min + 1;
   if (count > kMaxCandidatePermutations) {
-    return Status::InvalidArgument(
-        "epoch " + std::to_string(epoch) + " has more than " +
-        std::to_string(kMaxCandidatePermutations) + " candidate permutations (reads " +
-        std::to_string(d.reads_min) + ".." + std::to_string(d.reads_max) +
-        "); use PermutationAfter with the count of batches seen");
+    return Status::InvalidArgument("epoch " + std::to_string(epoch) + " has more than " +
+                                   std::to_string(kMaxCandidatePermutations) +
+                                   " candidate permutations (reads " + std::to_string(d.reads_min) +
+                                   ".." + std::to_string(d.reads_max) +
+                                   "); use PermutationAfter with the count of batches seen");
   }
   // A reseed past NumPy's range ends the candidates (NumPy raises there).
   bool past_range = false;

@@ -133,14 +133,16 @@ Result<DatasetIndex> KerasListing(const Listing& listing, const KerasListingOpti
     auto classes = KerasClasses(groups, options, &index.classes);
     if (!classes.ok()) return classes.status();
     for (const auto& [name, label] : classes.value()) {
-      auto g = std::lower_bound(groups.begin(), groups.end(), name,
-                                [](const TopDirectory& t, const std::string& n) { return t.name < n; });
+      auto g =
+          std::lower_bound(groups.begin(), groups.end(), name,
+                           [](const TopDirectory& t, const std::string& n) { return t.name < n; });
       if (g != groups.end() && g->name == name) keep(g->files, name, label);
     }
   } else {
     if (options.class_names.has_value()) {
-      return Status::InvalidArgument("Keras: class_names cannot be given with labels other than "
-                                     "\"inferred\"");
+      return Status::InvalidArgument(
+          "Keras: class_names cannot be given with labels other than "
+          "\"inferred\"");
     }
     keep(FilesInWalkOrder(listing), "", 0);
   }

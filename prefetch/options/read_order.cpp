@@ -56,9 +56,10 @@ Result<SamplerKind> ParseSamplerKind(std::string_view name) {
   for (const auto& [text, kind] : kKinds) {
     if (text == name) return kind;
   }
-  return Status::InvalidArgument("unknown sampler '" + std::string(name) +
-                                 "' (expected torch-distributed, torch-random, "
-                                 "torch-sequential, keras, keras-flow, order-file or tf-list-files)");
+  return Status::InvalidArgument(
+      "unknown sampler '" + std::string(name) +
+      "' (expected torch-distributed, torch-random, "
+      "torch-sequential, keras, keras-flow, order-file or tf-list-files)");
 }
 
 std::string_view SamplerKindName(SamplerKind kind) {

@@ -14,15 +14,15 @@
 #include <vector>
 
 #include "base/status.hpp"
-#include "prefetch/order/dataset_index.hpp"
-#include "prefetch/torch/distributed_sampler.hpp"
-#include "prefetch/torch/image_folder.hpp"
 #include "prefetch/keras/keras_flow.hpp"
 #include "prefetch/keras/keras_listing.hpp"
+#include "prefetch/order/dataset_index.hpp"
 #include "prefetch/order/listing.hpp"
-#include "prefetch/torch/random_sampler.hpp"
 #include "prefetch/order/sampler.hpp"
 #include "prefetch/tf/tf_data_sampler.hpp"
+#include "prefetch/torch/distributed_sampler.hpp"
+#include "prefetch/torch/image_folder.hpp"
+#include "prefetch/torch/random_sampler.hpp"
 
 namespace clairfs::prefetch {
 
@@ -55,7 +55,7 @@ struct OrderSpec {
   RandomSamplerOptions random;
   KerasListingOptions keras;
   KerasFlowOptions keras_flow;  // kKerasFlow
-  std::string order_file;  // kOrderFile: the file to read
+  std::string order_file;       // kOrderFile: the file to read
   // kTfListFiles; for kKeras from 3.3 on its seed.global_seed, driver,
   // steps_per_epoch and validation_same (the rest comes from `keras`).
   TfDataOptions tf;

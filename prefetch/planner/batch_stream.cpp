@@ -66,8 +66,7 @@ BatchStream::Epoch* BatchStream::Find(uint64_t epoch) {
   return const_cast<Epoch*>(static_cast<const BatchStream*>(this)->Find(epoch));
 }
 
-BatchStream::Prepared BatchStream::Prepare(uint64_t epoch,
-                                           std::vector<BatchUnits> per_rank) const {
+BatchStream::Prepared BatchStream::Prepare(uint64_t epoch, std::vector<BatchUnits> per_rank) const {
   Prepared out;
   Epoch& e = out.epoch;
   e.epoch = epoch;
@@ -318,8 +317,7 @@ uint64_t BatchStream::OpenedMidBatch(FileId file) const {
   return kNever;
 }
 
-bool BatchStream::BeginRead(FileId file, bool repeat, std::vector<FileId>* changed,
-                            Located* out) {
+bool BatchStream::BeginRead(FileId file, bool repeat, std::vector<FileId>* changed, Located* out) {
   // Opened again in the middle of its batch: no later epoch begins with it.
   const uint64_t mid_batch = repeat ? OpenedMidBatch(file) : kNever;
   for (Epoch& e : epochs_) {
@@ -362,8 +360,8 @@ bool BatchStream::BeginRead(FileId file, bool repeat, std::vector<FileId>* chang
     }
     if (re.pin[best_u] == 0) {
       re.pin[best_u] = next_seq_++;
-      pins_.emplace(re.pin[best_u], Pin{e.epoch, static_cast<uint32_t>(best - e.ranks.data()),
-                                        best_u});
+      pins_.emplace(re.pin[best_u],
+                    Pin{e.epoch, static_cast<uint32_t>(best - e.ranks.data()), best_u});
     }
     changed->insert(changed->end(), re.units[best_u].begin(), re.units[best_u].end());
     return TakeBegun(file, out);

@@ -183,9 +183,9 @@ class BatchStream {
     std::vector<uint32_t> begun;                // by unit: reads begun
     std::vector<uint64_t> pin;                  // by unit: pin sequence while pending, else 0
     std::vector<std::vector<uint16_t>> opened;  // by unit and position: opens taken
-    uint64_t reads_left = 0;  // candidate reads not begun: R x reads in all
-    uint64_t lead_left = 0;   // lead reads not begun
-    uint64_t open_left = 0;   // files begun reads have not opened
+    uint64_t reads_left = 0;                    // candidate reads not begun: R x reads in all
+    uint64_t lead_left = 0;                     // lead reads not begun
+    uint64_t open_left = 0;                     // files begun reads have not opened
     // Alternatives: by unit (lead units kAnyAlternative), then by
     // alternative whether it is still possible and its current run.
     std::vector<uint32_t> alt;
@@ -239,11 +239,11 @@ class BatchStream {
   static void AllFiles(const RankEpoch& re, std::vector<FileId>* out);
 
   // Fixed at construction.
-  std::vector<uint64_t> ranks_;     // distinct, ascending
-  std::vector<uint32_t> readers_;   // by rank slot: R
+  std::vector<uint64_t> ranks_;    // distinct, ascending
+  std::vector<uint32_t> readers_;  // by rank slot: R
   const uint64_t first_epoch_;
 
-  uint64_t touched_ = 0;            // the latest epoch that took an open
+  uint64_t touched_ = 0;  // the latest epoch that took an open
   std::deque<Epoch> epochs_;
   std::map<uint64_t, Pin> pins_;  // begun units with files to open, by sequence
   // The unit the last TakeBegun gave an open to.

@@ -284,8 +284,8 @@ void Planner::RewindScan(FileId f) {
 
 EpochCounts& Planner::EpochOf(uint64_t t) {
   uint64_t epoch = 0, offset = 0;
-  const uint64_t step = t != kNever ? t / shape_.ranks
-                                    : *std::min_element(tail_.begin(), tail_.end());
+  const uint64_t step =
+      t != kNever ? t / shape_.ranks : *std::min_element(tail_.begin(), tail_.end());
   if (!stream_.Locate(step, &epoch, &offset)) epoch = t != kNever ? next_epoch_ : stats_.epoch;
   EpochCounts& c = per_epoch_[epoch];
   c.epoch = epoch;

@@ -63,10 +63,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/clock.hpp"
 #include "base/mutex.hpp"
 #include "base/status.hpp"
 #include "prefetch/planner/batch_stream.hpp"
-#include "base/clock.hpp"
 #include "prefetch/planner/future_stream.hpp"
 #include "prefetch/planner/planner_config.hpp"
 #include "prefetch/planner/planner_stats.hpp"

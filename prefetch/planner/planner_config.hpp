@@ -34,8 +34,7 @@ OrderSource OrderSourceFromSampler(const Sampler& sampler);
 
 // Epoch `epoch` of rank `rank` as a set of batches, or nullopt when its
 // order is known (Sampler::Batches's contract).
-using BatchSource =
-    std::function<Result<std::optional<BatchEpoch>>(uint64_t rank, uint64_t epoch)>;
+using BatchSource = std::function<Result<std::optional<BatchEpoch>>(uint64_t rank, uint64_t epoch)>;
 
 // A BatchSource over `sampler`, which must outlive every use of the result.
 BatchSource BatchSourceFromSampler(const Sampler& sampler);
@@ -93,7 +92,7 @@ struct PlannerConfig {
 };
 
 struct PlannerInput {
-  OrderSource order;                  // required when enabled
+  OrderSource order;  // required when enabled
   // Optional. When it gives the start epoch as a set of batches, the planner
   // runs in batch mode (docs/prefetch.md): every epoch must then come as
   // batches, and `order` is not used.

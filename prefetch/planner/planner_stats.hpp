@@ -52,7 +52,7 @@ struct PlannerStats {
   uint64_t batches_ready = 0;   // of those, wholly resident at that open
 
   // Policy.
-  uint64_t fetches_planned = 0;     // files handed out by NextFetches
+  uint64_t fetches_planned = 0;  // files handed out by NextFetches
   // Files the planner told the caller to drop: NextFetches' evict, the
   // victims OnFetched returns, Admit's evict.
   uint64_t evictions = 0;

@@ -31,8 +31,8 @@ void Mt19937::SeedByArray(const uint32_t* key, size_t length) {
   size_t j = 0;
   for (size_t k = kStateWords > length ? kStateWords : length; k > 0; --k) {
     uint32_t prev = state_[i - 1];
-    state_[i] = (state_[i] ^ ((prev ^ (prev >> 30)) * 1664525u)) + key[j] +
-                static_cast<uint32_t>(j);
+    state_[i] =
+        (state_[i] ^ ((prev ^ (prev >> 30)) * 1664525u)) + key[j] + static_cast<uint32_t>(j);
     if (++i >= kStateWords) {
       state_[0] = state_[kStateWords - 1];
       i = 1;

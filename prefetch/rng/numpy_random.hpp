@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "prefetch/rng/mt19937.hpp"
 #include "prefetch/order/sampler.hpp"
+#include "prefetch/rng/mt19937.hpp"
 
 namespace clairfs::prefetch {
 

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "base/status.hpp"
-#include "prefetch/rng/mt19937.hpp"
 #include "prefetch/order/sampler.hpp"
+#include "prefetch/rng/mt19937.hpp"
 
 namespace clairfs::prefetch {
 

@@ -75,10 +75,10 @@ std::vector<Index> TfDataSampler::IteratorElements(uint64_t rank,
     for (uint64_t c = 0; c < copies; ++c) big.insert(big.end(), input.begin(), input.end());
     std::vector<Index> seq =
         options_.shuffle
-            ? TfShuffleIterator(big, buffer,
-                                TfIteratorSeeds(seeds_, options_.reshuffle_each_iteration,
-                                                pass_pairs.at(0)),
-                                stream)
+            ? TfShuffleIterator(
+                  big, buffer,
+                  TfIteratorSeeds(seeds_, options_.reshuffle_each_iteration, pass_pairs.at(0)),
+                  stream)
             : big;
     if (stride_after) seq = Stride(seq, n, rank);
     if (from < seq.size()) out.assign(seq.begin() + from, seq.begin() + std::min(to, seq.size()));
@@ -91,15 +91,15 @@ std::vector<Index> TfDataSampler::IteratorElements(uint64_t rank,
   // skipped, not computed.
   const uint64_t pass_len = stride_after ? ShardLength(input.size(), n, rank) : input.size();
   uint64_t pos = 0;
-  for (uint64_t p = 0; (options_.repeat == 0 || p < options_.repeat) && pos < to &&
-                       p < pass_pairs.size();
+  for (uint64_t p = 0;
+       (options_.repeat == 0 || p < options_.repeat) && pos < to && p < pass_pairs.size();
        ++p, pos += pass_len) {
     if (pos + pass_len <= from) continue;
     std::vector<Index> pass =
         options_.shuffle
-            ? TfShuffleIterator(input, buffer,
-                                TfIteratorSeeds(seeds_, options_.reshuffle_each_iteration,
-                                                pass_pairs[p]))
+            ? TfShuffleIterator(
+                  input, buffer,
+                  TfIteratorSeeds(seeds_, options_.reshuffle_each_iteration, pass_pairs[p]))
             : input;
     if (stride_after) pass = Stride(pass, n, rank);
     uint64_t a = from > pos ? from - pos : 0;

@@ -26,20 +26,20 @@
 namespace clairfs::prefetch {
 
 struct TfDataOptions {
-  TfSeedInput seed;                     // shuffle's seed= and tf.random.set_seed
-  bool shuffle = true;                  // list_files(shuffle=False) / no shuffle op
+  TfSeedInput seed;     // shuffle's seed= and tf.random.set_seed
+  bool shuffle = true;  // list_files(shuffle=False) / no shuffle op
   bool reshuffle_each_iteration = true;
-  uint64_t buffer_size = 0;             // 0 = all elements (list_files' buffer)
-  uint64_t num_shards = 1;              // shard(num_shards, index); index = rank
-  bool shard_before_shuffle = false;    // .shard(n, i).shuffle(...) instead of after
-  uint64_t repeat = 1;                  // .repeat(R) after the shuffle; 0 = .repeat()
-  bool repeat_before_shuffle = false;   // .repeat(R).shuffle(...) instead
-  bool repeat_fusion = true;            // options: shuffle_and_repeat_fusion (default on)
-  uint64_t batch_size = 0;              // .batch(b) (drop_remainder=False); 0 = none
+  uint64_t buffer_size = 0;            // 0 = all elements (list_files' buffer)
+  uint64_t num_shards = 1;             // shard(num_shards, index); index = rank
+  bool shard_before_shuffle = false;   // .shard(n, i).shuffle(...) instead of after
+  uint64_t repeat = 1;                 // .repeat(R) after the shuffle; 0 = .repeat()
+  bool repeat_before_shuffle = false;  // .repeat(R).shuffle(...) instead
+  bool repeat_fusion = true;           // options: shuffle_and_repeat_fusion (default on)
+  uint64_t batch_size = 0;             // .batch(b) (drop_remainder=False); 0 = none
   TfDriver driver = TfDriver::kLoop;
-  uint64_t steps_per_epoch = 0;         // fit(steps_per_epoch=); 0 = None
-  bool validation_same = false;         // fit(validation_data=<same dataset>)
-  std::string glob;                     // tf-list-files: pattern relative to the root
+  uint64_t steps_per_epoch = 0;  // fit(steps_per_epoch=); 0 = None
+  bool validation_same = false;  // fit(validation_data=<same dataset>)
+  std::string glob;              // tf-list-files: pattern relative to the root
 };
 
 class TfDataSampler final : public Sampler {

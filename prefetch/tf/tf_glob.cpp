@@ -117,8 +117,7 @@ bool TfGlobMatchComponent(std::string_view pattern, std::string_view name) {
   return Match(pattern, 0, name, 0);
 }
 
-Result<std::vector<std::string>> TfMatchingFiles(const Listing& listing,
-                                                 std::string_view pattern) {
+Result<std::vector<std::string>> TfMatchingFiles(const Listing& listing, std::string_view pattern) {
   if (pattern.empty() || pattern.front() == '/') {
     return Status::InvalidArgument("--glob: '" + std::string(pattern) +
                                    "' must be a non-empty pattern relative to the root");

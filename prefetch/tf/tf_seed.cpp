@@ -19,8 +19,8 @@ int64_t Truncate(int64_t seed) {
 int64_t TfInternalOperationSeed(int64_t global_seed, uint64_t k) {
   // random.seed(int) keys init_by_array with abs(seed) cut into 32-bit words,
   // low word first; zero is the one-word key {0} (CPython _randommodule.c).
-  uint64_t magnitude = global_seed < 0 ? 0 - static_cast<uint64_t>(global_seed)
-                                       : static_cast<uint64_t>(global_seed);
+  uint64_t magnitude =
+      global_seed < 0 ? 0 - static_cast<uint64_t>(global_seed) : static_cast<uint64_t>(global_seed);
   std::vector<uint32_t> key = {static_cast<uint32_t>(magnitude)};
   if ((magnitude >> 32) != 0) key.push_back(static_cast<uint32_t>(magnitude >> 32));
   Mt19937 mt;

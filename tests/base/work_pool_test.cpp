@@ -1,13 +1,12 @@
 // WorkPool: order, the queue bound, and what Stop does with queued tasks.
+#include "base/work_pool.hpp"
+
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <future>
 #include <mutex>
 #include <vector>
-
-#include <catch2/catch.hpp>
-
-#include "base/work_pool.hpp"
 
 using namespace clairfs;
 
@@ -52,7 +51,7 @@ TEST_CASE("the queue bound refuses tasks; Stop runs or drops the queued ones", "
     }
     release.set_value();
     stopper.join();
-    CHECK(ran == (run_queued ? 5 : 2));  // the running ones always finish
+    CHECK(ran == (run_queued ? 5 : 2));           // the running ones always finish
     CHECK_FALSE(pool.TrySubmit([&] { ran++; }));  // stopped: refused
   }
 }

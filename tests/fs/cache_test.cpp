@@ -1,10 +1,10 @@
 // RamCache and LruPolicy: budget, eviction order, single flight, failures.
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <random>
 #include <set>
-#include <algorithm>
 #include <thread>
 #include <vector>
 
@@ -128,7 +128,6 @@ TEST_CASE("evicted blocks stay valid for readers holding them", "[cache]") {
   CHECK((*held)->data[0] == 'x');
 }
 
-
 // An owner keeping the files in `keep`, naming `drop` on the next decision.
 class FakeOwner final : public FileOwner {
  public:
@@ -155,7 +154,8 @@ TEST_CASE("with an owner, only blocks of files it keeps stay, and it never evict
   CHECK(cache.Snapshot().bytes == 0);  // held before the owner: dropped
   CHECK(cache.Snapshot().owned);
   for (uint32_t node = 1; node <= 3; ++node) {
-    for (uint32_t i = 0; i < 2; ++i) REQUIRE(cache.GetOrLoad(MakeBlockKey(node, i), Make(200)).ok());
+    for (uint32_t i = 0; i < 2; ++i)
+      REQUIRE(cache.GetOrLoad(MakeBlockKey(node, i), Make(200)).ok());
   }
   CHECK(Cached(cache, MakeBlockKey(1, 1)) != nullptr);
   CHECK(Cached(cache, MakeBlockKey(2, 0)) != nullptr);

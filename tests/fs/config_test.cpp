@@ -54,9 +54,10 @@ TEST_CASE("the effective config reads back to the same config", "[config]") {
 TEST_CASE("fuzz regression: values with line breaks and tabs read back exactly", "[config]") {
   Config c;
   std::vector<std::string> errors;
-  ApplyYaml("dataset: \"/scrat\n\n\n  cad: 0\"\nmount: \"/m\\tx\\ry\\x7f\"\n"
-            "prefetch_sampler: keras\nprefetch_seed: \"4\\n2\"\n",
-            "fuzzed", &c, &errors);
+  ApplyYaml(
+      "dataset: \"/scrat\n\n\n  cad: 0\"\nmount: \"/m\\tx\\ry\\x7f\"\n"
+      "prefetch_sampler: keras\nprefetch_seed: \"4\\n2\"\n",
+      "fuzzed", &c, &errors);
   REQUIRE(errors.empty());
   CHECK(c.cluster.dataset == "/scrat\n\ncad: 0");
   CHECK(c.fuse.mount == "/m\tx\ry\x7f");
@@ -85,10 +86,10 @@ TEST_CASE("bytes that are not UTF-8 read back exactly", "[config]") {
 TEST_CASE("the help prints each default from a default Config", "[config]") {
   const std::string help = ConfigHelp();
   CHECK(help.find("--ram-cache") != std::string::npos);
-  CHECK(help.find("[1G]") != std::string::npos);       // ram_cache
-  CHECK(help.find("[1M]") != std::string::npos);       // read_ahead
-  CHECK(help.find("[2000]") != std::string::npos);     // peer_timeout_ms
-  CHECK(help.find("[true]") != std::string::npos);     // no_open
+  CHECK(help.find("[1G]") != std::string::npos);    // ram_cache
+  CHECK(help.find("[1M]") != std::string::npos);    // read_ahead
+  CHECK(help.find("[2000]") != std::string::npos);  // peer_timeout_ms
+  CHECK(help.find("[true]") != std::string::npos);  // no_open
   CHECK(help.find("(required)") != std::string::npos);
 }
 

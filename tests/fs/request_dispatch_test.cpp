@@ -2,9 +2,8 @@
 // when the bytes need no wait, READs that wait go to the pool, and every READ
 // gets exactly one reply - also when its load fails, times out, is shared
 // with another READ, or the pool's queue is full (fs/vfs/read_dispatch.hpp).
-#include "fs/vfs/read_dispatch.hpp"
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -13,9 +12,8 @@
 #include <set>
 #include <thread>
 
-#include <catch2/catch.hpp>
-
 #include "fs/cache/cache_policy.hpp"
+#include "fs/vfs/read_dispatch.hpp"
 #include "tests/support/memory_dataset.hpp"
 
 namespace clairfs::fs {
@@ -63,7 +61,8 @@ class GatedSource final : public PayloadSource {
       if (auto e = ends_.find(node); e != ends_.end()) end = e->second;
     }
     if (end == End::kFail) return Status::IOError("partition read failed (test)");
-    if (end == End::kTimeout) return Status::IOError("peer did not answer in time (test)", ETIMEDOUT);
+    if (end == End::kTimeout)
+      return Status::IOError("peer did not answer in time (test)", ETIMEDOUT);
     return inner_->Read(node, offset, length, dst);
   }
 
@@ -167,7 +166,8 @@ TEST_CASE("a READ from RAM is answered at once while READs waiting on loads are 
   Replies replies;
   REQUIRE(f.vfs->Read(f.Ino(0), 0, kFileSize).ok());  // f0 now in RAM
   for (int i = 1; i <= 6; ++i) f.gated->Hold(f.Node(i));
-  for (int i = 1; i <= 6; ++i) DispatchRead(f.vfs.get(), &pool, f.Ino(i), 0, kFileSize, replies.For(i));
+  for (int i = 1; i <= 6; ++i)
+    DispatchRead(f.vfs.get(), &pool, f.Ino(i), 0, kFileSize, replies.For(i));
   REQUIRE(f.gated->WaitForWaiting(2));  // both pool threads stuck on loads, four READs queued
 
   DispatchRead(f.vfs.get(), &pool, f.Ino(0), 100, 1000, replies.For(0));

@@ -13,8 +13,8 @@
 #include "fs/store/pack_readahead.hpp"
 #include "fs/store/posix_pack_store.hpp"
 #include "partitioner/format/manifest.hpp"
-#include "tests/support/memory_dataset.hpp"
 #include "tests/support/format_fixture.hpp"
+#include "tests/support/memory_dataset.hpp"
 
 namespace clairfs::fs {
 namespace {

@@ -19,8 +19,8 @@ struct PayloadInput {
   uint32_t size;         // NodeRecord::size: the file's bytes
   uint32_t read_offset;  // a partial read, checked against the whole file
   uint32_t read_length;
-  uint8_t codec;         // NodeRecord::codec
-  uint8_t flags;         // kReseal*
+  uint8_t codec;  // NodeRecord::codec
+  uint8_t flags;  // kReseal*
   uint16_t reserved;
 };
 static_assert(sizeof(PayloadInput) == 24);

@@ -55,8 +55,8 @@ Status PayloadSeeds(const stdfs::path& corpus, const std::string& name, const st
     CLAIRFS_RETURN_IF_ERROR((*pack)->ReadExact(r.offset, r.stored_size, stored.data()));
     const auto size = static_cast<uint32_t>(r.size);
     fuzz::PayloadInput in{r.checksum, size, size / 3, size / 2, r.codec, 0, 0};
-    const std::string seed = name + "-codec" + std::to_string(r.codec) + "-" +
-                             std::to_string(taken[r.codec]++);
+    const std::string seed =
+        name + "-codec" + std::to_string(r.codec) + "-" + std::to_string(taken[r.codec]++);
     Write(corpus / "payload" / seed, Prefixed(in, stored));
     in.flags = fuzz::kResealPayload | fuzz::kResealFrames;
     Write(corpus / "payload" / (seed + "-resealed"), Prefixed(in, stored));
@@ -72,13 +72,14 @@ void ProtocolSeeds(const stdfs::path& corpus, const std::vector<char>& manifest)
   using fuzz::ProtocolMessage;
   const std::vector<fs::wire::Request> reqs = {
       {1, {0, 32, 4096}}, {2, {1, 8192, 100}}, {3, {2, 0, 32}}, {4, {1, 32, 0, 5000}}};
-  Write(corpus / "protocol" / "requests", Selected(ProtocolMessage::kRequests,
-                                                   fs::wire::EncodeRequests(reqs)));
+  Write(corpus / "protocol" / "requests",
+        Selected(ProtocolMessage::kRequests, fs::wire::EncodeRequests(reqs)));
   const std::vector<fs::wire::Reply> replies = {
-      {1, 0, {'p', 'a', 'c', 'k'}}, {2, EIO, {}}, {3, 0, std::vector<char>(manifest.begin(),
-                                                                         manifest.begin() + 64)}};
-  Write(corpus / "protocol" / "replies", Selected(ProtocolMessage::kReplies,
-                                                  fs::wire::EncodeReplies(replies)));
+      {1, 0, {'p', 'a', 'c', 'k'}},
+      {2, EIO, {}},
+      {3, 0, std::vector<char>(manifest.begin(), manifest.begin() + 64)}};
+  Write(corpus / "protocol" / "replies",
+        Selected(ProtocolMessage::kReplies, fs::wire::EncodeReplies(replies)));
   Write(corpus / "protocol" / "envelope-manifest",
         Selected(ProtocolMessage::kManifestEnvelope, fs::EncodeManifestEnvelope(manifest)));
   const Status missing = Status::NotFound("/data/set/manifest: no manifest");
@@ -87,7 +88,8 @@ void ProtocolSeeds(const stdfs::path& corpus, const std::vector<char>& manifest)
                  fs::EncodeManifestEnvelope(Result<std::vector<char>>(missing))));
   // A frame read of a framed payload (3 frames, text and noise) after a pack header.
   std::string text;
-  for (int i = 0; text.size() < 3 * 4096; ++i) text += "frame seed line " + std::to_string(i) + "\n";
+  for (int i = 0; text.size() < 3 * 4096; ++i)
+    text += "frame seed line " + std::to_string(i) + "\n";
   std::vector<char> file(text.begin(), text.begin() + 3 * 4096);
   for (size_t i = 4096; i < 8192; ++i) file[i] = static_cast<char>(i * 2654435761u >> 13);
   format::PayloadEncoder encoder(format::EncodeOptions{.zstd_level = 3, .frame_size = 4096});
@@ -110,17 +112,16 @@ void ConfigSeeds(const stdfs::path& corpus) {
   Write(corpus / "config" / "described-defaults", fs::DescribeConfig(c));
   Write(corpus / "config" / "minimal",
         std::string("dataset: /scratch/ds\nmount: /tmp/mnt\nram_cache: 4G\n"));
-  Write(corpus / "config" / "prefetch",
-        std::string("# a training job's sampler\n"
-                    "dataset: ${SCRATCH:-/scratch}/ds\n"
-                    "mount: /tmp/mnt-{host}\n"
-                    "local_dir: /local/$USER\n"
-                    "prefetch_sampler: torch-distributed\n"
-                    "prefetch_world_size: 8\n"
-                    "prefetch_seed: 42\n"
-                    "prefetch_drop_last: true\n"
-                    "entry_timeout: 1.5\n"
-                    "log_level: debug\n"));
+  Write(corpus / "config" / "prefetch", std::string("# a training job's sampler\n"
+                                                    "dataset: ${SCRATCH:-/scratch}/ds\n"
+                                                    "mount: /tmp/mnt-{host}\n"
+                                                    "local_dir: /local/$USER\n"
+                                                    "prefetch_sampler: torch-distributed\n"
+                                                    "prefetch_world_size: 8\n"
+                                                    "prefetch_seed: 42\n"
+                                                    "prefetch_drop_last: true\n"
+                                                    "entry_timeout: 1.5\n"
+                                                    "log_level: debug\n"));
 }
 
 }  // namespace

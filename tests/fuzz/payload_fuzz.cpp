@@ -95,9 +95,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<char> payload(data + sizeof in, data + size);
   const auto codec = static_cast<Codec>(in.codec);
   if (in.flags & clairfs::fuzz::kResealFrames) ResealFrames(&payload);
-  const uint64_t checksum = (in.flags & clairfs::fuzz::kResealPayload)
-                                ? PayloadChecksum(payload, codec)
-                                : in.checksum;
+  const uint64_t checksum =
+      (in.flags & clairfs::fuzz::kResealPayload) ? PayloadChecksum(payload, codec) : in.checksum;
   PayloadLocation loc{in.size, 0, 0, checksum, codec};
   MemoryFile pack = MakePack(payload, &loc);
 

@@ -42,7 +42,8 @@ void CheckRequests(const std::vector<char>& msg) {
   if (!reqs.ok()) return;
   Require(reqs->size() <= wire::kMaxBatch, "a request batch over the batch limit decodes");
   for (const wire::Request& r : *reqs) {
-    Require(r.read.frame_at == kNoFrame || r.read.length == 0, "a frame read with a length decodes");
+    Require(r.read.frame_at == kNoFrame || r.read.length == 0,
+            "a frame read with a length decodes");
   }
   Require(wire::EncodeRequests(*reqs) == msg, "a request batch does not encode back to itself");
 }
@@ -127,10 +128,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::vector<char> msg(data + 1, data + size);
   switch (static_cast<ProtocolMessage>(data[0] % clairfs::fuzz::kProtocolMessages)) {
-    case ProtocolMessage::kRequests: CheckRequests(msg); break;
-    case ProtocolMessage::kReplies: CheckReplies(msg); break;
-    case ProtocolMessage::kManifestEnvelope: CheckEnvelope(msg); break;
-    case ProtocolMessage::kFrameRead: CheckFrameRead(msg); break;
+    case ProtocolMessage::kRequests:
+      CheckRequests(msg);
+      break;
+    case ProtocolMessage::kReplies:
+      CheckReplies(msg);
+      break;
+    case ProtocolMessage::kManifestEnvelope:
+      CheckEnvelope(msg);
+      break;
+    case ProtocolMessage::kFrameRead:
+      CheckFrameRead(msg);
+      break;
   }
   return 0;
 }

@@ -8,10 +8,29 @@ namespace pf = clairfs::prefetch;
 using clairfs::prefetch::ParseFlags;
 
 TEST_CASE("keras-flow flags fill KerasFlowOptions", "[keras_flow]") {
-  auto f = ParseFlags({"--sampler", "keras-flow", "--root", "/d", "--seed", "9", "--batch-size",
-                       "5", "--keras-version", "3.15.1", "--augment", "rotation_range=3",
-                       "--validation-split", "0.25", "--subset", "validation", "--protocol", "fit",
-                       "--fit-shuffle", "off", "--classes", "b,a", "--follow-links"});
+  auto f = ParseFlags({"--sampler",
+                       "keras-flow",
+                       "--root",
+                       "/d",
+                       "--seed",
+                       "9",
+                       "--batch-size",
+                       "5",
+                       "--keras-version",
+                       "3.15.1",
+                       "--augment",
+                       "rotation_range=3",
+                       "--validation-split",
+                       "0.25",
+                       "--subset",
+                       "validation",
+                       "--protocol",
+                       "fit",
+                       "--fit-shuffle",
+                       "off",
+                       "--classes",
+                       "b,a",
+                       "--follow-links"});
   REQUIRE(f.ok());
   const pf::KerasFlowOptions& o = f->spec.keras_flow;
   CHECK(f->spec.kind == pf::SamplerKind::kKerasFlow);
@@ -30,8 +49,7 @@ TEST_CASE("keras-flow flags fill KerasFlowOptions", "[keras_flow]") {
 TEST_CASE("Keras flag errors name the flag and the fix", "[keras_flow]") {
   auto no_seed = ParseFlags({"--sampler", "keras-flow", "--root", "/d"});
   REQUIRE_FALSE(no_seed.ok());
-  CHECK(no_seed.status().message().find("pass seed=S to flow_from_directory") !=
-        std::string::npos);
+  CHECK(no_seed.status().message().find("pass seed=S to flow_from_directory") != std::string::npos);
   CHECK(ParseFlags({"--sampler", "keras-flow", "--root", "/d", "--no-shuffle"}).ok());
   auto bad = ParseFlags({"--sampler", "keras-flow", "--root", "/d", "--seed", "1", "--protocol",
                          "loop", "--fit-shuffle", "maybe", "--augment", "zoom=2"});
@@ -63,8 +81,8 @@ TEST_CASE("keras-flow steps-per-epoch flag: model.fit's, at least 1", "[keras_fl
   REQUIRE_FALSE(zero.ok());
   CHECK(zero.status().message().find("--steps-per-epoch: '0' is not an integer >= 1") !=
         std::string::npos);
-  auto next = ParseFlags({"--sampler", "keras-flow", "--root", "/d", "--seed", "1",
-                          "--steps-per-epoch", "3"});
+  auto next = ParseFlags(
+      {"--sampler", "keras-flow", "--root", "/d", "--seed", "1", "--steps-per-epoch", "3"});
   REQUIRE_FALSE(next.ok());
   CHECK(next.status().message().find("--steps-per-epoch applies to --protocol fit only") !=
         std::string::npos);

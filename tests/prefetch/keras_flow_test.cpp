@@ -7,9 +7,9 @@
 //   np.random.seed(9); 5 x (random(), random()); np.random.permutation(7)
 // The same calls, through the real ImageDataGenerator, are checked end to end
 // by tests/tf/keras_real_check.py.
-#include <catch2/catch.hpp>
-
 #include "prefetch/keras/keras_flow.hpp"
+
+#include <catch2/catch.hpp>
 
 namespace pf = clairfs::prefetch;
 
@@ -45,8 +45,7 @@ TEST_CASE("Augmentation draws: every option, in get_random_transform order", "[k
   CHECK(aug->width_shift == pf::KerasFlowAugment::Shift::kUniform);
   pf::NumpyRandomState rng(123);
   for (int i = 0; i < 3; ++i) aug->Draw(rng);
-  CHECK(rng.Permutation(12) ==
-        std::vector<pf::Index>{1, 5, 11, 8, 7, 9, 3, 4, 10, 6, 2, 0});
+  CHECK(rng.Permutation(12) == std::vector<pf::Index>{1, 5, 11, 8, 7, 9, 3, 4, 10, 6, 2, 0});
 }
 
 TEST_CASE("Default ImageDataGenerator still draws both flips per image", "[keras_flow]") {
@@ -73,8 +72,8 @@ TEST_CASE("Augment parsing: Python truthiness and choice fallbacks", "[keras_flo
 
 TEST_CASE("flow_from_directory listing rules", "[keras_flow]") {
   pf::Listing l;
-  l.files = {".h/a.png", "c/b.JPG", "c/xpng", "c/n.txt", "c/s/z.tif", "c/l/q.png", "d/1.png",
-             "d/2.png", "d/3.png", "d/4.png", "top.png"};
+  l.files = {".h/a.png", "c/b.JPG", "c/xpng",  "c/n.txt", "c/s/z.tif", "c/l/q.png",
+             "d/1.png",  "d/2.png", "d/3.png", "d/4.png", "top.png"};
   l.symlinked_directories = {"c/l"};
   pf::KerasFlowOptions o;
   o.shuffle = false;
@@ -286,7 +285,7 @@ TEST_CASE("PermutationAfter refuses draws a batch cannot make", "[keras_flow]") 
   auto flow = pf::KerasFlow::Create(ThirtySix(), Fit(kKeras3, 4, true));
   REQUIRE(flow.ok());
   CHECK(flow->PermutationAfter(5, 8).ok());
-  CHECK_FALSE(flow->PermutationAfter(5, 9).ok());         // 4 images x 2 flips
+  CHECK_FALSE(flow->PermutationAfter(5, 9).ok());          // 4 images x 2 flips
   CHECK_FALSE(flow->PermutationAfter(5, 4, {3, 2}).ok());  // not ascending
   CHECK_FALSE(flow->PermutationAfter(5, 4, {5}).ok());     // after the last call
 }

@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "prefetch/keras/keras_flow.hpp"
-#include "tests/support/node_sim.hpp"
 #include "prefetch/planner/planner.hpp"
+#include "tests/support/node_sim.hpp"
 
 namespace pf = clairfs::prefetch;
 using pf::FileId;
@@ -23,8 +23,8 @@ namespace {
 struct BatchJob {
   uint64_t files = 96;
   uint64_t batch = 8;
-  uint64_t lead = 0;       // epoch 0's lead batches (the first of epoch 0's)
-  uint64_t reads = 0;      // 0: every candidate
+  uint64_t lead = 0;   // epoch 0's lead batches (the first of epoch 0's)
+  uint64_t reads = 0;  // 0: every candidate
   uint64_t extra_files = 0;
   std::vector<uint64_t> sizes;
   uint64_t total = 0;
@@ -327,8 +327,7 @@ TEST_CASE("Batch mode, budget for 3 batches: no stall beyond each batch's first 
   CHECK(s.batches_ready < s.batches_pinned);
 }
 
-TEST_CASE("Batch mode, budget below one batch: no deadlock, the budget holds",
-          "[unit][planner]") {
+TEST_CASE("Batch mode, budget below one batch: no deadlock, the budget holds", "[unit][planner]") {
   BatchJob job;
   job.Init();
   clairfs::FakeClock clock;
@@ -403,8 +402,7 @@ TEST_CASE("Batch mode: an epoch that reads some of its candidates moves on after
   CHECK(planner->Positions()[0].epoch == 3);
 }
 
-TEST_CASE("Batch mode, two readers of one stream: each reads each batch once",
-          "[unit][planner]") {
+TEST_CASE("Batch mode, two readers of one stream: each reads each batch once", "[unit][planner]") {
   for (uint64_t budget_batches : {uint64_t{0}, uint64_t{4}}) {
     INFO("budget batches " << budget_batches << " (0: an epoch)");
     BatchJob job;
@@ -538,8 +536,7 @@ TEST_CASE("Batch mode: opens the daemon never saw leave no lasting trace", "[uni
   CHECK(s.per_epoch[3].ready == s.per_epoch[3].opens);
 }
 
-TEST_CASE("Batch mode: concurrent openers, fetcher and strays keep the budget",
-          "[unit][planner]") {
+TEST_CASE("Batch mode: concurrent openers, fetcher and strays keep the budget", "[unit][planner]") {
   BatchJob job;
   job.extra_files = 8;
   job.Init();
@@ -672,7 +669,6 @@ TEST_CASE("Batch mode, alternatives: a small budget follows the alternative once
         got.push_back(f);
         p.OnFetched(f, 10);
       }
-
     }
     return got;
   };

@@ -5,10 +5,10 @@
 #include <map>
 #include <string>
 
-#include "tests/support/node_sim.hpp"
-#include "prefetch/planner/planner.hpp"
 #include "prefetch/options/read_order.hpp"
 #include "prefetch/order/read_window.hpp"
+#include "prefetch/planner/planner.hpp"
+#include "tests/support/node_sim.hpp"
 
 namespace pf = clairfs::prefetch;
 using pf::FileId;

@@ -6,9 +6,9 @@
 #include <numeric>
 #include <random>
 
+#include "prefetch/planner/planner.hpp"
 #include "prefetch/torch/distributed_sampler.hpp"
 #include "tests/support/node_sim.hpp"
-#include "prefetch/planner/planner.hpp"
 
 namespace pf = clairfs::prefetch;
 using pf::FileId;
@@ -38,8 +38,8 @@ struct Setup {
   }
   uint64_t Total() const { return std::accumulate(sizes.begin(), sizes.end(), uint64_t{0}); }
 
-  std::unique_ptr<pf::Planner> MakePlanner(uint64_t epochs, uint64_t budget, const clairfs::Clock& clock,
-                                           uint64_t start = 0) const {
+  std::unique_ptr<pf::Planner> MakePlanner(uint64_t epochs, uint64_t budget,
+                                           const clairfs::Clock& clock, uint64_t start = 0) const {
     pf::PlannerConfig c;
     c.local_ranks = {0, 1};
     c.start_epoch = start;

@@ -8,10 +8,10 @@
 #include <random>
 #include <unordered_map>
 
+#include "prefetch/planner/planner.hpp"
 #include "prefetch/torch/distributed_sampler.hpp"
 #include "tests/support/loader_sim.hpp"
 #include "tests/support/node_sim.hpp"
-#include "prefetch/planner/planner.hpp"
 
 namespace pf = clairfs::prefetch;
 using pf::FileId;
@@ -70,9 +70,9 @@ Job MakeJob(uint64_t n, uint64_t world, uint64_t node, uint64_t per_node,
 }
 
 // `pin_recent_opens`: the planner's setting (default: its own choice).
-std::unique_ptr<pf::Planner> PlannerFor(const Job& job, uint64_t budget, uint64_t epochs,
-                                        const clairfs::Clock& clock,
-                                        uint64_t pin_recent_opens = pf::PlannerConfig{}.pin_recent_opens) {
+std::unique_ptr<pf::Planner> PlannerFor(
+    const Job& job, uint64_t budget, uint64_t epochs, const clairfs::Clock& clock,
+    uint64_t pin_recent_opens = pf::PlannerConfig{}.pin_recent_opens) {
   pf::PlannerConfig c;
   c.local_ranks = job.ranks;
   c.end_epoch = epochs;
@@ -337,8 +337,9 @@ uint64_t BeladyHits(const std::vector<FileId>& opens, uint64_t slots) {
       cached[opens[i]] = next[i];
       continue;
     }
-    auto furthest = std::max_element(cached.begin(), cached.end(),
-                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+    auto furthest =
+        std::max_element(cached.begin(), cached.end(),
+                         [](const auto& a, const auto& b) { return a.second < b.second; });
     if (furthest->second > next[i]) {
       cached.erase(furthest);
       cached[opens[i]] = next[i];
@@ -366,10 +367,11 @@ TEST_CASE("Demand caching alone: the planner's hits equal Belady's offline optim
   job.data.total = 1000 * 120;
   const uint64_t slots = GENERATE(uint64_t{1}, uint64_t{10}, uint64_t{40}, uint64_t{119});
   const uint64_t seed = GENERATE(uint64_t{1}, uint64_t{2}, uint64_t{3});
-  INFO(slots << " of 120 files fit, " << (two_ranks ? "two ranks" : "one rank") << ", seed " << seed);
+  INFO(slots << " of 120 files fit, " << (two_ranks ? "two ranks" : "one rank") << ", seed "
+             << seed);
   clairfs::FakeClock clock;
-  auto planner = PlannerFor(job, slots * 1000, 3, clock,
-                            two_ranks ? pf::PlannerConfig{}.pin_recent_opens : 0);
+  auto planner =
+      PlannerFor(job, slots * 1000, 3, clock, two_ranks ? pf::PlannerConfig{}.pin_recent_opens : 0);
   pf::NodeSimOptions opts;
   opts.loader = job.loader;
   opts.fetches_per_step = 0;

@@ -2,16 +2,15 @@
 // clairfs-order flag parser.
 #include "prefetch/options/read_order.hpp"
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <set>
 
+#include "prefetch/options/order_flags.hpp"
+#include "prefetch/options/sampler_settings.hpp"
 #include "prefetch/order/loader_workers.hpp"
 #include "prefetch/order/order_file.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "prefetch/options/order_flags.hpp"
-#include "prefetch/options/sampler_settings.hpp"
 
 namespace pf = clairfs::prefetch;
 using Paths = std::vector<std::string>;
@@ -143,8 +142,7 @@ TEST_CASE("clairfs-order flags report every problem at once", "[unit][prefetch]"
   CHECK_FALSE(Parse({"--seed", "1"}).ok());  // no dataset
 }
 
-TEST_CASE("one table of sampler settings, named as flags or as config keys",
-          "[unit][prefetch]") {
+TEST_CASE("one table of sampler settings, named as flags or as config keys", "[unit][prefetch]") {
   std::set<std::string> names;
   for (const pf::SamplerSetting& s : pf::SamplerSettingTable()) {
     INFO(s.name);
@@ -153,10 +151,11 @@ TEST_CASE("one table of sampler settings, named as flags or as config keys",
   }
   CHECK(std::string(pf::SamplerSettingTable().front().name) == "sampler");
   // The same problem, in each caller's words.
-  for (auto [names_as, want] : {std::pair{pf::SettingNames::kFlags,
-                                          "--no-shuffle does not apply to --sampler torch-random"},
-                                {pf::SettingNames::kKeys,
-                                 "prefetch_shuffle does not apply to prefetch_sampler torch-random"}}) {
+  for (auto [names_as, want] :
+       {std::pair{pf::SettingNames::kFlags,
+                  "--no-shuffle does not apply to --sampler torch-random"},
+        {pf::SettingNames::kKeys,
+         "prefetch_shuffle does not apply to prefetch_sampler torch-random"}}) {
     pf::GivenSettings given;
     given.names = names_as;
     given.values = {{"sampler", "torch-random"}, {"no-shuffle", ""}};

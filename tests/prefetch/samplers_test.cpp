@@ -2,9 +2,9 @@
 // the real torch 1.13 (tests/prefetch/make_vectors.py).
 #include <catch2/catch.hpp>
 
+#include "prefetch/order/sequential_sampler.hpp"
 #include "prefetch/torch/distributed_sampler.hpp"
 #include "prefetch/torch/random_sampler.hpp"
-#include "prefetch/order/sequential_sampler.hpp"
 #include "tests/prefetch/vectors.hpp"
 
 namespace pf = clairfs::prefetch;

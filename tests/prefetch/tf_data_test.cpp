@@ -14,14 +14,13 @@
 //   (tests/tf/tf_data_orders.py checks the same rules end to end).
 // - CPython 3.11: [random.Random(G).randint(0, 2**31 - 1) for _ in range(3)].
 #include <catch2/catch.hpp>
-
 #include <string>
 #include <vector>
 
 #include "prefetch/options/read_order.hpp"
+#include "prefetch/rng/tf_philox.hpp"
 #include "prefetch/tf/tf_data_sampler.hpp"
 #include "prefetch/tf/tf_glob.hpp"
-#include "prefetch/rng/tf_philox.hpp"
 #include "prefetch/tf/tf_seed.hpp"
 #include "prefetch/tf/tf_shuffle.hpp"
 
@@ -67,13 +66,12 @@ TEST_CASE("internal operation seeds are Python's random.Random(G).randint", "[tf
     int64_t g;
     std::vector<int64_t> draws;
   };
-  for (const Case& c : std::vector<Case>{
-           {0, {1654615998, 1806341205, 173879092}},
-           {1, {577090037, 271041745, 1095513148}},
-           {42, {478163327, 107420369, 1181241943}},
-           {8589934593, {412874776, 1110386547, 1872056496}},
-           {-9, {1988601454, 1603362544, 1147333628}},
-           {123456789, {1899526012, 1705848077, 1305108171}}}) {
+  for (const Case& c : std::vector<Case>{{0, {1654615998, 1806341205, 173879092}},
+                                         {1, {577090037, 271041745, 1095513148}},
+                                         {42, {478163327, 107420369, 1181241943}},
+                                         {8589934593, {412874776, 1110386547, 1872056496}},
+                                         {-9, {1988601454, 1603362544, 1147333628}},
+                                         {123456789, {1899526012, 1705848077, 1305108171}}}) {
     for (uint64_t k = 0; k < c.draws.size(); ++k) {
       CHECK(TfInternalOperationSeed(c.g, k) == c.draws[k]);
     }
@@ -197,8 +195,8 @@ TEST_CASE("repeat after and before the shuffle, as tf.data runs them", "[tf]") {
   fused.seed.op_seed = 11;
   fused.buffer_size = 3;
   fused.repeat = 2;
-  CHECK(epochs(7, fused, 2) == VV{{2, 3, 4, 1, 6, 0, 5, 2, 1, 4, 0, 5, 6, 3},
-                                  {1, 0, 4, 5, 3, 6, 2, 0, 1, 4, 3, 6, 5, 2}});
+  CHECK(epochs(7, fused, 2) ==
+        VV{{2, 3, 4, 1, 6, 0, 5, 2, 1, 4, 0, 5, 6, 3}, {1, 0, 4, 5, 3, 6, 2, 0, 1, 4, 3, 6, 5, 2}});
   // range(10).shuffle(10, seed=8).shard(3, 1).repeat(2): a separate repeat,
   // which makes one more (unused) shuffle iterator after its last pass.
   TfDataOptions separate;
@@ -208,16 +206,15 @@ TEST_CASE("repeat after and before the shuffle, as tf.data runs them", "[tf]") {
   CHECK(epochs(10, separate, 3) == VV{{3, 6, 7, 6, 0, 5}, {7, 6, 5, 4, 3, 8}, {1, 5, 9, 3, 4, 0}});
   // The same fused pipeline with options shuffle_and_repeat_fusion=False.
   fused.repeat_fusion = false;
-  CHECK(epochs(7, fused, 2) == VV{{2, 3, 4, 1, 6, 0, 5, 2, 1, 4, 0, 5, 6, 3},
-                                  {0, 1, 4, 3, 6, 5, 2, 2, 0, 1, 4, 3, 6, 5}});
+  CHECK(epochs(7, fused, 2) ==
+        VV{{2, 3, 4, 1, 6, 0, 5, 2, 1, 4, 0, 5, 6, 3}, {0, 1, 4, 3, 6, 5, 2, 2, 0, 1, 4, 3, 6, 5}});
   // range(5).repeat(2).shuffle(4, seed=3): one shuffle over both passes.
   TfDataOptions before;
   before.seed.op_seed = 3;
   before.buffer_size = 4;
   before.repeat = 2;
   before.repeat_before_shuffle = true;
-  CHECK(epochs(5, before, 2) ==
-        VV{{0, 3, 2, 1, 4, 2, 1, 0, 3, 4}, {0, 4, 1, 2, 0, 3, 1, 3, 4, 2}});
+  CHECK(epochs(5, before, 2) == VV{{0, 3, 2, 1, 4, 2, 1, 0, 3, 4}, {0, 4, 1, 2, 0, 3, 1, 3, 4, 2}});
   // tf.random.set_seed(42); range(6).shuffle(6): the op seed is the first draw.
   TfDataOptions global;
   global.seed.global_seed = 42;

@@ -162,7 +162,7 @@ DatasetSpec SmallMixedSpec() {
   spec.partition_count = 2;
   spec.encode.frame_size = 512;
   spec.files = {
-      {"raw.bin", RandomBytes(500, 1), 0},  // under one frame, incompressible: kRaw
+      {"raw.bin", RandomBytes(500, 1), 0},           // under one frame, incompressible: kRaw
       {"docs/text file.txt", TextBytes(500, 2), 0},  // under one frame: kZstd
       {"docs/framed.dat", MixedFrames(2700, 512, 3), 0},
       {"docs/empty", {}, 0},

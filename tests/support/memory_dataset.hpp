@@ -3,9 +3,8 @@
 // serve without pack files or FUSE. Fixtures derive from it.
 #pragma once
 
-#include <memory>
-
 #include <catch2/catch.hpp>
+#include <memory>
 
 #include "fs/store/memory_pack_store.hpp"
 #include "fs/store/payload_source.hpp"

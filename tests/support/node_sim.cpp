@@ -15,8 +15,8 @@ double NodeSimReport::ReadyFraction(uint64_t from) const {
 }
 
 std::vector<FileId> KerasFitReads(const std::vector<std::vector<FileId>>& lead,
-                                  const std::vector<std::vector<FileId>>& batches,
-                                  uint64_t reads, uint64_t seed) {
+                                  const std::vector<std::vector<FileId>>& batches, uint64_t reads,
+                                  uint64_t seed) {
   std::vector<FileId> out;
   for (const auto& b : lead) out.insert(out.end(), b.begin(), b.end());
   std::vector<size_t> order(batches.size());

@@ -16,8 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "prefetch/order/loader_workers.hpp"
 #include "base/clock.hpp"
+#include "prefetch/order/loader_workers.hpp"
 #include "prefetch/planner/planner.hpp"
 
 namespace clairfs::prefetch {
@@ -40,8 +40,8 @@ struct NodeSimOptions {
 };
 
 struct NodeSimReport {
-  std::vector<uint8_t> ready;    // per open, in order: found resident
-  std::vector<FileId> opened;    // per open, in order: the file
+  std::vector<uint8_t> ready;  // per open, in order: found resident
+  std::vector<FileId> opened;  // per open, in order: the file
   uint64_t steps = 0;
   // Files loaded and reported with OnFetched: fetches and kept demand reads.
   uint64_t loads = 0;
@@ -60,8 +60,8 @@ struct NodeSimReport {
 // place of Python's unseeded random), each batch's files in order. Flattened:
 // give it to RunEpoch with the loader's batch_size = the batches' length.
 std::vector<FileId> KerasFitReads(const std::vector<std::vector<FileId>>& lead,
-                                  const std::vector<std::vector<FileId>>& batches,
-                                  uint64_t reads, uint64_t seed);
+                                  const std::vector<std::vector<FileId>>& batches, uint64_t reads,
+                                  uint64_t seed);
 
 class NodeSim {
  public:

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "base/cli.hpp"
 #include "partitioner/format/file_io.hpp"
 #include "partitioner/format/manifest.hpp"
-#include "base/cli.hpp"
 
 namespace {
 
@@ -25,7 +25,9 @@ using Clock = std::chrono::steady_clock;
 constexpr char kUsage[] =
     "usage: clairfs-manifest-bench [--files N] [--dirs D] [--dir TMP] [--repeat R]\n";
 
-double Seconds(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }
+double Seconds(Clock::time_point a) {
+  return std::chrono::duration<double>(Clock::now() - a).count();
+}
 
 std::string ClassName(uint64_t d) {
   char b[16];
@@ -33,7 +35,9 @@ std::string ClassName(uint64_t d) {
   return b;
 }
 
-std::string FileName(uint64_t d, uint64_t k) { return ClassName(d) + "_" + std::to_string(10000 + k) + ".JPEG"; }
+std::string FileName(uint64_t d, uint64_t k) {
+  return ClassName(d) + "_" + std::to_string(10000 + k) + ".JPEG";
+}
 
 Result<std::vector<char>> Build(uint64_t files, uint64_t dirs) {
   format::ManifestBuilder b;

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "base/cli.hpp"
-#include "prefetch/order/listing.hpp"
-#include "prefetch/options/read_order.hpp"
 #include "prefetch/options/order_flags.hpp"
+#include "prefetch/options/read_order.hpp"
+#include "prefetch/order/listing.hpp"
 #include "tools/order/usage.hpp"
 
 namespace {

@@ -1,13 +1,12 @@
 // Ownership, staging and the distributed store over the loopback transport.
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <set>
-
-#include <catch2/catch.hpp>
 
 #include "fs/dist/distributed_pack_store.hpp"
 #include "fs/dist/ownership.hpp"
@@ -199,9 +198,9 @@ TEST_CASE("a dead owner is skipped for a replica, then for the dataset's pack", 
     ranks.fabric->SetDead(1, true);
     CHECK(Mismatches(d, ranks.stores[0].get()) == 0);
     const DistCounters& c = ranks.stores[0]->counters();
-    CHECK(c.peer_failures >= 1);  // the first read that went to rank 1 timed out
-    CHECK(c.peer_reads > 0);      // rank 2 answered for it and for itself
-    CHECK(c.fallback_reads == 0); // two replicas: nothing needed the shared pack
+    CHECK(c.peer_failures >= 1);   // the first read that went to rank 1 timed out
+    CHECK(c.peer_reads > 0);       // rank 2 answered for it and for itself
+    CHECK(c.fallback_reads == 0);  // two replicas: nothing needed the shared pack
   }
   {
     Dataset d(6, 1);
@@ -257,8 +256,8 @@ TEST_CASE("a peer's answers damaged on the way are read again from the dataset's
   ranks.fabric->SetDamageReplies(1, true);
   CHECK(Mismatches(d, ranks.stores[0].get()) == 0);
   const DistCounters& c = ranks.stores[0]->counters();
-  CHECK(c.peer_reads > 0);        // rank 1 did answer, and rank 2 too
-  CHECK(c.damaged_rereads > 0);   // rank 1's answers failed their checksum
+  CHECK(c.peer_reads > 0);       // rank 1 did answer, and rank 2 too
+  CHECK(c.damaged_rereads > 0);  // rank 1's answers failed their checksum
   CHECK(Mismatches(d, ranks.stores[2].get()) == 0);
 }
 
@@ -343,8 +342,7 @@ std::string ReadByFrames(const Dataset& d, PackPayloadSource* source, uint32_t n
 
 }  // namespace
 
-TEST_CASE("a framed file from a peer: one round trip per frame, its table fetched once",
-          "[dist]") {
+TEST_CASE("a framed file from a peer: one round trip per frame, its table fetched once", "[dist]") {
   Dataset d(4, 1);
   Ranks ranks(d, 2);
   const auto nodes = FramedOnRank1(d);
@@ -355,8 +353,8 @@ TEST_CASE("a framed file from a peer: one round trip per frame, its table fetche
   const EndpointCounters& owner = *ranks.transports[1]->counters();  // what rank 1 answered
   for (const auto& [node, data] : nodes) {
     const format::NodeRecord& r = d.manifest->node(node);
-    const uint64_t frames = (r.size + d.manifest->header().frame_size - 1) /
-                            d.manifest->header().frame_size;
+    const uint64_t frames =
+        (r.size + d.manifest->header().frame_size - 1) / d.manifest->header().frame_size;
     const uint64_t table = sizeof(format::FrameTableHeader) + frames * sizeof(format::FrameEntry);
     // First pass: the table travels with the first frame, each frame once.
     uint64_t reads0 = sent.reads_sent, served0 = owner.bytes_served, peer0 = reader.peer_bytes;
@@ -463,8 +461,8 @@ TEST_CASE("a frame read is served whole, at once when cached, and refused when m
   CHECK_FALSE(owner.ServeIfCached(0, read).has_value());      // pack not open yet
   auto served = owner.Serve(0, read);
   REQUIRE(served.ok());
-  const uint64_t frames = (r.size + d.manifest->header().frame_size - 1) /
-                          d.manifest->header().frame_size;
+  const uint64_t frames =
+      (r.size + d.manifest->header().frame_size - 1) / d.manifest->header().frame_size;
   CHECK(served->size() > sizeof(format::FrameTableHeader) + frames * sizeof(format::FrameEntry));
   auto now = owner.ServeIfCached(0, read);
   REQUIRE(now.has_value());

@@ -1,9 +1,8 @@
 // The start-up broadcast of the manifest (fs/dist/manifest_envelope.hpp).
-#include <string>
+#include "fs/dist/manifest_envelope.hpp"
 
 #include <catch2/catch.hpp>
-
-#include "fs/dist/manifest_envelope.hpp"
+#include <string>
 
 using namespace clairfs;
 using namespace clairfs::fs;

@@ -4,11 +4,11 @@
 // orders).
 #include <catch2/catch.hpp>
 
+#include "fs/clairfsd/prefetch_setup.hpp"
 #include "fs/config/config.hpp"
 #include "fs/config/config_loader.hpp"
-#include "fs/clairfsd/prefetch_setup.hpp"
-#include "prefetch/options/read_order.hpp"
 #include "prefetch/options/order_flags.hpp"
+#include "prefetch/options/read_order.hpp"
 
 namespace clairfs::fs {
 namespace {
@@ -26,8 +26,7 @@ Config Load(const std::vector<std::string>& args) {
 TEST_CASE("prefetch keys parse from the command line and read back", "[prefetch_config]") {
   const Config c = Load({"--prefetch-sampler", "torch-distributed", "--prefetch-root", "train",
                          "--prefetch-seed", "5", "--prefetch-world-size", "8",
-                         "--prefetch-ranks-per-node", "4",
-                         "--prefetch-torch-version", "2.7.1"});
+                         "--prefetch-ranks-per-node", "4", "--prefetch-torch-version", "2.7.1"});
   CHECK(c.prefetch_sampler == "torch-distributed");
   CHECK(c.prefetch_root == "train");
   CHECK(c.prefetch_world_size == 8);
@@ -71,8 +70,9 @@ TEST_CASE("bad prefetch values are rejected", "[prefetch_config]") {
     CHECK(spec.status().message().find(want) != std::string::npos);
   };
   check({"--prefetch-sampler", "torch"}, "unknown sampler 'torch'");
-  check({"--prefetch-sampler", "keras", "--prefetch-seed", "1", "--prefetch-keras-version", "three"},
-        "prefetch_keras_version:");
+  check(
+      {"--prefetch-sampler", "keras", "--prefetch-seed", "1", "--prefetch-keras-version", "three"},
+      "prefetch_keras_version:");
   check({"--prefetch-sampler", "torch-distributed", "--prefetch-torch-version", "1."},
         "prefetch_torch_version:");
   check({"--prefetch-sampler", "torch-random", "--prefetch-seed", "3"},
@@ -114,8 +114,8 @@ TEST_CASE("every sampler clairfs-order knows, with its values, configures the da
   };
   const std::vector<Row> rows = {
       {{"--sampler", "torch-distributed", "--seed", "-3", "--world-size", "2", "--drop-last"},
-       {"--prefetch-sampler", "torch-distributed", "--prefetch-seed", "-3",
-        "--prefetch-world-size", "2", "--prefetch-drop-last", "true"}},
+       {"--prefetch-sampler", "torch-distributed", "--prefetch-seed", "-3", "--prefetch-world-size",
+        "2", "--prefetch-drop-last", "true"}},
       {{"--sampler", "torch-sequential"}, {"--prefetch-sampler", "torch-sequential"}},
       {{"--sampler", "torch-distributed", "--no-shuffle", "--layout", "list"},
        {"--prefetch-sampler", "torch-distributed", "--prefetch-shuffle", "false",
@@ -138,11 +138,11 @@ TEST_CASE("every sampler clairfs-order knows, with its values, configures the da
       {{"--sampler", "keras-flow", "--seed", "3", "--batch-size", "4", "--protocol", "fit",
         "--fit-shuffle", "off", "--steps-per-epoch", "6", "--keras-version", "2.15"},
        {"--prefetch-sampler", "keras-flow", "--prefetch-seed", "3", "--prefetch-batch-size", "4",
-        "--prefetch-protocol", "fit", "--prefetch-fit-shuffle", "off",
-        "--prefetch-steps-per-epoch", "6", "--prefetch-keras-version", "2.15"}},
+        "--prefetch-protocol", "fit", "--prefetch-fit-shuffle", "off", "--prefetch-steps-per-epoch",
+        "6", "--prefetch-keras-version", "2.15"}},
       {{"--sampler", "tf-list-files", "--glob", "*/*.jpg", "--seed", "5", "--batch-size", "2"},
-       {"--prefetch-sampler", "tf-list-files", "--prefetch-glob", "*/*.jpg", "--prefetch-seed",
-        "5", "--prefetch-batch-size", "2"}},
+       {"--prefetch-sampler", "tf-list-files", "--prefetch-glob", "*/*.jpg", "--prefetch-seed", "5",
+        "--prefetch-batch-size", "2"}},
   };
   pf::Listing listing;
   for (int c = 0; c < 3; ++c) {

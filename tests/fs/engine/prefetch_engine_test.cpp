@@ -15,12 +15,12 @@
 #include <thread>
 
 #include "fs/cache/cache_policy.hpp"
-#include "fs/engine/open_watcher.hpp"
 #include "fs/clairfsd/prefetch_setup.hpp"
+#include "fs/engine/open_watcher.hpp"
 #include "fs/store/memory_pack_store.hpp"
 #include "fs/vfs/vfs.hpp"
-#include "tests/support/memory_dataset.hpp"
 #include "tests/support/format_fixture.hpp"
+#include "tests/support/memory_dataset.hpp"
 
 namespace clairfs::fs {
 namespace {
@@ -310,9 +310,10 @@ TEST_CASE("pushes refused before a listing are retried once the kernel has the i
     std::lock_guard<std::mutex> lock(f.pusher.mu);
     f.pusher.unknown.clear();
   }
-  REQUIRE(f.vfs->ReadDir(uint64_t{*dir} + 1, 0, [](std::string_view, const Attr&, uint64_t) {
-    return true;
-  }).ok());
+  REQUIRE(f.vfs
+              ->ReadDir(uint64_t{*dir} + 1, 0,
+                        [](std::string_view, const Attr&, uint64_t) { return true; })
+              .ok());
   // Not before the kernel has had the time to make the inodes from the reply.
   // The fetch threads look every 20 ms at most (idle_poll): give them a few
   // looks; only the engine's clock moving lets them push.
@@ -344,7 +345,8 @@ TEST_CASE("the open watcher reports opens of dataset files in order, by any proc
   for (const auto& [path, bytes] : f.dataset.contents) {
     std::filesystem::create_directories((root / path).parent_path());
     std::ofstream(root / path, std::ios::binary)
-        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+        .write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
   }
   std::mutex mu;
   std::vector<uint32_t> seen;

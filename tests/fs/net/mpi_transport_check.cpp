@@ -7,8 +7,8 @@
 #include <memory>
 #include <vector>
 
-#include "tests/fs/net/expected_bytes.hpp"
 #include "fs/net/mpi_transport.hpp"
+#include "tests/fs/net/expected_bytes.hpp"
 
 using namespace clairfs;
 using namespace clairfs::fs;
@@ -23,14 +23,17 @@ int main(int argc, char** argv) {
   const int me = mpi.rank(), n = mpi.size();
   std::vector<char> greeting;
   if (me == 0) greeting.assign({'h', 'e', 'l', 'l', 'o'});
-  if (!mpi.Broadcast(&greeting, 0, std::chrono::steady_clock::now() + std::chrono::seconds(30)).ok() ||
+  if (!mpi.Broadcast(&greeting, 0, std::chrono::steady_clock::now() + std::chrono::seconds(30))
+           .ok() ||
       greeting.size() != 5) {
     std::fprintf(stderr, "rank %d: broadcast failed\n", me);
     return 1;
   }
-  Status st = mpi.Start([me](int, const PackRead& r) -> Result<std::vector<char>> {
-    return testing::ExpectedBytes(me, r);
-  }, 2);
+  Status st = mpi.Start(
+      [me](int, const PackRead& r) -> Result<std::vector<char>> {
+        return testing::ExpectedBytes(me, r);
+      },
+      2);
   if (!st.ok()) return 1;
   std::atomic<int> good{0}, bad{0};
   std::vector<std::future<void>> waits;
@@ -41,11 +44,12 @@ int main(int argc, char** argv) {
                   static_cast<uint32_t>(1 + (i * 7919) % 300000)};
     auto p = std::make_shared<std::promise<void>>();
     waits.push_back(p->get_future());
-    mpi.Read(peer, read, std::chrono::steady_clock::now() + std::chrono::seconds(30),
-             [&, p, peer, read](Result<std::span<const char>> r) {
-               (r.ok() && std::ranges::equal(*r, testing::ExpectedBytes(peer, read)) ? good : bad)++;
-               p->set_value();
-             });
+    mpi.Read(
+        peer, read, std::chrono::steady_clock::now() + std::chrono::seconds(30),
+        [&, p, peer, read](Result<std::span<const char>> r) {
+          (r.ok() && std::ranges::equal(*r, testing::ExpectedBytes(peer, read)) ? good : bad)++;
+          p->set_value();
+        });
   }
   for (auto& w : waits) w.wait();
   // Keep serving until every rank is done reading.

@@ -2,9 +2,10 @@
 // batching, reordering, deadlines, dead peers and malformed messages.
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
-#include <chrono>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -12,11 +13,9 @@
 #include <set>
 #include <thread>
 
-#include <catch2/catch.hpp>
-
-#include "tests/fs/net/expected_bytes.hpp"
 #include "fs/net/loopback_transport.hpp"
 #include "fs/net/protocol.hpp"
+#include "tests/fs/net/expected_bytes.hpp"
 
 using namespace clairfs;
 using namespace clairfs::fs;
@@ -24,16 +23,17 @@ using namespace std::chrono_literals;
 
 namespace {
 
-
 struct Cluster {
   explicit Cluster(int n) : fabric(std::make_shared<LoopbackFabric>(n)) {
     for (int r = 0; r < n; ++r) {
       ranks.push_back(std::make_unique<LoopbackTransport>(fabric, r));
       REQUIRE(ranks.back()
-                  ->Start([r](int, const PackRead& read) -> Result<std::vector<char>> {
-                    if (read.partition == 999) return Status::NotFound("no such partition");
-                    return testing::ExpectedBytes(r, read);
-                  }, 2)
+                  ->Start(
+                      [r](int, const PackRead& read) -> Result<std::vector<char>> {
+                        if (read.partition == 999) return Status::NotFound("no such partition");
+                        return testing::ExpectedBytes(r, read);
+                      },
+                      2)
                   .ok());
     }
   }
@@ -44,7 +44,9 @@ struct Cluster {
   std::vector<std::unique_ptr<LoopbackTransport>> ranks;
 };
 
-std::chrono::steady_clock::time_point In(std::chrono::milliseconds ms) { return std::chrono::steady_clock::now() + ms; }
+std::chrono::steady_clock::time_point In(std::chrono::milliseconds ms) {
+  return std::chrono::steady_clock::now() + ms;
+}
 
 }  // namespace
 
@@ -58,8 +60,8 @@ TEST_CASE("protocol batches round trip and reject malformed bytes", "[net]") {
   CHECK((*dec)[2].read.offset == (1ull << 40));
   CHECK_FALSE(wire::DecodeRequests(enc.data(), enc.size() - 1).ok());  // truncated
   enc.push_back(0);
-  CHECK_FALSE(wire::DecodeRequests(enc.data(), enc.size()).ok());      // trailing byte
-  CHECK_FALSE(wire::DecodeRequests(enc.data(), 3).ok());               // shorter than a header
+  CHECK_FALSE(wire::DecodeRequests(enc.data(), enc.size()).ok());  // trailing byte
+  CHECK_FALSE(wire::DecodeRequests(enc.data(), 3).ok());           // shorter than a header
 
   std::vector<wire::Reply> reps{{1, 0, {'a', 'b'}}, {2, EIO, {}}, {3, 0, {'c'}}};
   auto renc = wire::EncodeReplies(reps);
@@ -109,10 +111,12 @@ TEST_CASE("many pipelined reads between four ranks return the right bytes", "[ne
                       static_cast<uint32_t>(1 + i * 37 % 5000)};
         auto p = std::make_shared<std::promise<void>>();
         waits.push_back(p->get_future());
-        c.ranks[r]->Read(peer, read, In(5000ms), [&, p, peer, read](Result<std::span<const char>> res) {
-          (res.ok() && std::ranges::equal(*res, testing::ExpectedBytes(peer, read)) ? ok : bad)++;
-          p->set_value();
-        });
+        c.ranks[r]->Read(
+            peer, read, In(5000ms), [&, p, peer, read](Result<std::span<const char>> res) {
+              (res.ok() && std::ranges::equal(*res, testing::ExpectedBytes(peer, read)) ? ok
+                                                                                        : bad)++;
+              p->set_value();
+            });
       }
       for (auto& w : waits) w.wait();
     });
@@ -173,7 +177,8 @@ TEST_CASE("malformed and unexpected messages are dropped without harm", "[net]")
   c.fabric->Inject(1, 0, MessageKind::kReplies, wire::EncodeReplies({{424242, 0, {'x'}}}));
   // Wait until rank 0 has seen all three (the fabric polls every 200 us).
   for (int i = 0; i < 500 && (c.ranks[0]->counters()->rejected_messages < 2 ||
-                              c.ranks[0]->counters()->unknown_replies < 1); ++i) {
+                              c.ranks[0]->counters()->unknown_replies < 1);
+       ++i) {
     std::this_thread::sleep_for(2ms);
   }
   CHECK(c.ranks[0]->counters()->rejected_messages == 2);
@@ -307,8 +312,7 @@ TEST_CASE("Start's server_threads is how many peers' reads are served at once", 
   }
 }
 
-TEST_CASE("reads serve_now answers skip the server threads; the others still reach them",
-          "[net]") {
+TEST_CASE("reads serve_now answers skip the server threads; the others still reach them", "[net]") {
   auto fabric = std::make_shared<LoopbackFabric>(2);
   LoopbackTransport client(fabric, 0), server(fabric, 1);
   std::atomic<int> served_later{0};

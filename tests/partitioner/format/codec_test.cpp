@@ -416,15 +416,18 @@ TEST_CASE("A frame read is served within its bounds only", "[codec]") {
   auto split = SplitTableAndFrame(out.data(), out.size(), frame.data(), frame.size(), &table);
   REQUIRE(split.ok());
   CHECK(ParseFrameTable(table.data(), table.size(), s.loc, "f").ok());
-  CHECK(ReadTableAndFrame(read, size, 32, 3 * kFrame, 1u << 20, &out).IsCorruption());  // no frame 3
-  CHECK(ReadTableAndFrame(read, size, 0, 0, 1u << 20, &out).IsCorruption());  // not a table
+  CHECK(
+      ReadTableAndFrame(read, size, 32, 3 * kFrame, 1u << 20, &out).IsCorruption());  // no frame 3
+  CHECK(ReadTableAndFrame(read, size, 0, 0, 1u << 20, &out).IsCorruption());          // not a table
   CHECK(ReadTableAndFrame(read, size, size - 8, 0, 1u << 20, &out).code() ==
-        Code::kInvalidArgument);                                               // past the pack
+        Code::kInvalidArgument);  // past the pack
   CHECK(ReadTableAndFrame(read, size, 32, 0, 100, &out).code() == Code::kInvalidArgument);
   // An answer shorter than the table it starts with.
-  CHECK(SplitTableAndFrame(out.data(), 20, frame.data(), frame.size(), &table).status()
+  CHECK(SplitTableAndFrame(out.data(), 20, frame.data(), frame.size(), &table)
+            .status()
             .IsCorruption());
-  CHECK(SplitTableAndFrame(out.data(), 3, frame.data(), frame.size(), &table).status()
+  CHECK(SplitTableAndFrame(out.data(), 3, frame.data(), frame.size(), &table)
+            .status()
             .IsCorruption());
 }
 

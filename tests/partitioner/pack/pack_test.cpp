@@ -2,13 +2,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
-
-#include <catch2/catch.hpp>
 
 #include "base/json.hpp"
 #include "partitioner/format/manifest.hpp"
@@ -234,18 +233,37 @@ TEST_CASE("compression spec parsing", "[pack]") {
 
 TEST_CASE("JSON strings are always valid", "[json]") {
   std::string s;
-  clairfs::AppendJsonString(&s, "a\"b\\c\n\x01\xff" "é");
-  CHECK(s == "\"a\\\"b\\\\c\\u000a\\u0001\xef\xbf\xbd" "é\"");
+  clairfs::AppendJsonString(&s,
+                            "a\"b\\c\n\x01\xff"
+                            "é");
+  CHECK(s ==
+        "\"a\\\"b\\\\c\\u000a\\u0001\xef\xbf\xbd"
+        "é\"");
   clairfs::JsonWriter w;
-  w.BeginObject().Integer("n", 3).BeginArray("xs").String("", "a").String("", "b").EndArray()
-      .Number("r", 1.5).EndObject();
+  w.BeginObject()
+      .Integer("n", 3)
+      .BeginArray("xs")
+      .String("", "a")
+      .String("", "b")
+      .EndArray()
+      .Number("r", 1.5)
+      .EndObject();
   CHECK(w.str() == "{\"n\":3,\"xs\":[\"a\",\"b\"],\"r\":1.5}");
 }
 
 TEST_CASE("JSON for people: members on their own lines down to a depth", "[json]") {
   clairfs::JsonWriter w(1);
-  w.BeginObject().Null("p").BeginObject("o").Integer("a", 1).Bool("b", true).EndObject()
-      .BeginArray("e").EndArray().Number("t", 12345.678).EndObject();
-  CHECK(w.str() == "{\n  \"p\": null,\n  \"o\": {\"a\": 1, \"b\": true},\n  \"e\": [],\n"
-                   "  \"t\": 12345.678\n}");
+  w.BeginObject()
+      .Null("p")
+      .BeginObject("o")
+      .Integer("a", 1)
+      .Bool("b", true)
+      .EndObject()
+      .BeginArray("e")
+      .EndArray()
+      .Number("t", 12345.678)
+      .EndObject();
+  CHECK(w.str() ==
+        "{\n  \"p\": null,\n  \"o\": {\"a\": 1, \"b\": true},\n  \"e\": [],\n"
+        "  \"t\": 12345.678\n}");
 }

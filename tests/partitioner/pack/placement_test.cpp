@@ -1,12 +1,11 @@
+#include "partitioner/pack/placement.hpp"
+
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <map>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <catch2/catch.hpp>
-
-#include "partitioner/pack/placement.hpp"
 
 using clairfs::pack::PlacedFile;
 
@@ -22,7 +21,8 @@ Files RandomFiles(size_t n, uint32_t seed) {
   std::lognormal_distribution<double> size(11.5, 1.0);  // ~100 KiB median, a long tail
   Files f;
   f.paths.reserve(n);
-  for (size_t i = 0; i < n; ++i) f.paths.push_back("class_" + std::to_string(i % 50) + "/img_" + std::to_string(i));
+  for (size_t i = 0; i < n; ++i)
+    f.paths.push_back("class_" + std::to_string(i % 50) + "/img_" + std::to_string(i));
   for (size_t i = 0; i < n; ++i) f.placed.push_back({f.paths[i], static_cast<uint64_t>(size(rng))});
   return f;
 }
