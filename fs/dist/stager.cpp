@@ -22,13 +22,14 @@ std::string Mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
 Stager::Stager(std::string dataset_dir, std::string local_dir,
                std::shared_ptr<const format::Manifest> manifest, std::vector<uint32_t> partitions,
-               unsigned threads, std::chrono::milliseconds log_every)
+               unsigned threads, std::chrono::milliseconds log_every, const Clock* clock)
     : dataset_dir_(std::move(dataset_dir)),
       local_dir_(std::move(local_dir)),
       manifest_(std::move(manifest)),
       partitions_(std::move(partitions)),
       threads_(std::max(1u, threads)),
       log_every_(log_every),
+      clock_(clock),
       staged_(manifest_->partition_count() + 1),
       owned_(manifest_->partition_count() + 1) {
   for (auto& s : staged_) s.store(nullptr);
@@ -42,7 +43,7 @@ Stager::~Stager() {
 }
 
 void Stager::Start() {
-  start_ = std::chrono::steady_clock::now();
+  start_ = clock_->Now();
   next_log_ns_ = (start_ + log_every_).time_since_epoch().count();
   std::error_code ec;
   std::filesystem::create_directories(local_dir_, ec);
@@ -84,8 +85,7 @@ void Stager::Worker() {
     progress_.packs_done++;
   }
   if (--running_ == 0) {
-    progress_.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    progress_.seconds = std::chrono::duration<double>(clock_->Now() - start_).count();
     progress_.finished = true;
     Log(LogLevel::kInfo,
         "staging done: " + std::to_string(progress_.packs_done - progress_.packs_failed) + "/" +
@@ -183,7 +183,7 @@ Status Stager::Copy(uint32_t p, const std::string& from, const std::string& to) 
 }
 
 void Stager::MaybeLogProgress() {
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = clock_->Now();
   int64_t due = next_log_ns_.load(std::memory_order_relaxed);
   if (now.time_since_epoch().count() < due) return;
   const int64_t next = (now + log_every_).time_since_epoch().count();

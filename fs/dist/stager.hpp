@@ -9,8 +9,8 @@
 // source, full local disk) is logged and left unstaged; reads of it keep going
 // to the dataset directory.
 //
-// While copying it logs its progress (bytes, packs, rate) every `log_every`,
-// so a long staging shows in the job's log, not only at its end.
+// While copying it logs its progress (bytes, packs, rate) every `log_every`
+// on its Clock, so a long staging shows in the job's log, not only at its end.
 //
 // Thread-safe: Staged() is one acquire load; the copy threads are owned and
 // joined by the destructor (which cancels copies still running).
@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.hpp"
 #include "base/mutex.hpp"
 #include "partitioner/format/file_io.hpp"
 #include "partitioner/format/manifest.hpp"
@@ -42,7 +43,8 @@ class Stager {
  public:
   Stager(std::string dataset_dir, std::string local_dir,
          std::shared_ptr<const format::Manifest> manifest, std::vector<uint32_t> partitions,
-         unsigned threads = 2, std::chrono::milliseconds log_every = std::chrono::seconds(30));
+         unsigned threads = 2, std::chrono::milliseconds log_every = std::chrono::seconds(30),
+         const Clock* clock = &SteadyClock::Instance());
   ~Stager();
 
   // Starts the copy threads. Call once.
@@ -71,7 +73,8 @@ class Stager {
   const std::vector<uint32_t> partitions_;
   const unsigned threads_;
   const std::chrono::nanoseconds log_every_;
-  std::atomic<int64_t> next_log_ns_{0};  // steady_clock time of the next progress line
+  const Clock* const clock_;             // not owned
+  std::atomic<int64_t> next_log_ns_{0};  // clock_ time of the next progress line
   StagingProgress progress_;
   std::atomic<size_t> next_{0};
   std::atomic<bool> cancel_{false};
@@ -81,7 +84,7 @@ class Stager {
   std::vector<std::unique_ptr<format::PosixRandomAccessFile>> owned_ CLAIRFS_GUARDED_BY(mu_);
   std::vector<std::string> errors_ CLAIRFS_GUARDED_BY(mu_);
   std::vector<std::thread> workers_;
-  std::chrono::steady_clock::time_point start_;
+  Clock::TimePoint start_;
 };
 
 }  // namespace clairfs::fs

@@ -133,6 +133,18 @@ TEST_CASE("staging logs its progress while it copies", "[dist]") {
   CHECK(text.find("staging done: 4/4 packs") != std::string::npos);
 }
 
+TEST_CASE("staging logs no progress before log_every has passed on its clock", "[dist]") {
+  Dataset d(4, 1);
+  clairfs::FakeClock clock;  // never moves
+  const std::string text = clairfs::testing::CaptureStderr([&] {
+    Stager s(d.out(), d.root + "/ssd", d.manifest, {0, 1, 2, 3}, 1, 1ms, &clock);
+    s.Start();
+    s.Wait();
+  });
+  CHECK(text.find(" copied, ") == std::string::npos);
+  CHECK(text.find("staging done: 4/4 packs") != std::string::npos);
+}
+
 TEST_CASE("staging copies and verifies, then reuses intact copies", "[dist]") {
   Dataset d(4, 1);
   const std::string local = d.root + "/ssd";
