@@ -16,8 +16,8 @@
 // mu_.AssertHeld(): the analysis cannot see where a lambda runs, so
 // AssertHeld tells it, and checks at run time that it is so.
 //
-// Mutex is thread-safe; a MutexLock (and a MutexUnlock) belongs to the thread
-// that made it.
+// Mutex and SharedMutex are thread-safe; a MutexLock (and a MutexUnlock, a
+// ReaderLock, a WriterLock) belongs to the thread that made it.
 #pragma once
 
 #include <atomic>
@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <shared_mutex>
 #include <thread>
 
 #if defined(__clang__)
@@ -41,6 +42,8 @@
 #define CLAIRFS_PT_GUARDED_BY(x) CLAIRFS_THREAD_ANNOTATION(pt_guarded_by(x))
 #define CLAIRFS_REQUIRES(...) CLAIRFS_THREAD_ANNOTATION(requires_capability(__VA_ARGS__))
 #define CLAIRFS_ACQUIRE(...) CLAIRFS_THREAD_ANNOTATION(acquire_capability(__VA_ARGS__))
+#define CLAIRFS_ACQUIRE_SHARED(...) \
+  CLAIRFS_THREAD_ANNOTATION(acquire_shared_capability(__VA_ARGS__))
 #define CLAIRFS_RELEASE(...) CLAIRFS_THREAD_ANNOTATION(release_capability(__VA_ARGS__))
 #define CLAIRFS_EXCLUDES(...) CLAIRFS_THREAD_ANNOTATION(locks_excluded(__VA_ARGS__))
 #define CLAIRFS_ASSERT_CAPABILITY(x) CLAIRFS_THREAD_ANNOTATION(assert_capability(x))
@@ -128,6 +131,43 @@ class CLAIRFS_SCOPED_CAPABILITY MutexUnlock {
  private:
   MutexLock* const lock_;
   bool relocked_ = false;
+};
+
+// A reader-writer lock: WriterLock holds it alone, ReaderLock shares it with
+// other readers. A member CLAIRFS_GUARDED_BY it is read under either, written
+// under a WriterLock only.
+class CLAIRFS_CAPABILITY("mutex") SharedMutex {
+ public:
+  SharedMutex() = default;
+  SharedMutex(const SharedMutex&) = delete;
+  SharedMutex& operator=(const SharedMutex&) = delete;
+
+ private:
+  friend class ReaderLock;
+  friend class WriterLock;
+  std::shared_mutex mu_;
+};
+
+class CLAIRFS_SCOPED_CAPABILITY ReaderLock {
+ public:
+  explicit ReaderLock(SharedMutex* mu) CLAIRFS_ACQUIRE_SHARED(mu) : lock_(mu->mu_) {}
+  ~ReaderLock() CLAIRFS_RELEASE() {}
+  ReaderLock(const ReaderLock&) = delete;
+  ReaderLock& operator=(const ReaderLock&) = delete;
+
+ private:
+  std::shared_lock<std::shared_mutex> lock_;
+};
+
+class CLAIRFS_SCOPED_CAPABILITY WriterLock {
+ public:
+  explicit WriterLock(SharedMutex* mu) CLAIRFS_ACQUIRE(mu) : lock_(mu->mu_) {}
+  ~WriterLock() CLAIRFS_RELEASE() {}
+  WriterLock(const WriterLock&) = delete;
+  WriterLock& operator=(const WriterLock&) = delete;
+
+ private:
+  std::unique_lock<std::shared_mutex> lock_;
 };
 
 class CondVar {

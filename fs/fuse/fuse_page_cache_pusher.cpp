@@ -1,6 +1,5 @@
 #include "fs/fuse/fuse_page_cache_pusher.hpp"
 
-#include <mutex>
 #include <vector>
 
 #include "fs/fuse/fuse_ops.hpp"
@@ -8,7 +7,7 @@
 namespace clairfs::fs {
 
 void FusePageCachePusher::Attach(fuse_session* session) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  WriterLock lock(&mu_);
   session_ = session;
 }
 
@@ -27,7 +26,7 @@ Status FusePageCachePusher::Push(uint64_t ino, uint64_t offset, const ReadData& 
     b.mem = const_cast<char*>(data.slices[i].data);
     b.fd = -1;
   }
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  ReaderLock lock(&mu_);
   if (session_ == nullptr) return Status::NotFound("no FUSE session yet");
   const int rc = fuse_lowlevel_notify_store(session_, ino, static_cast<off_t>(offset), bufv,
                                             static_cast<fuse_buf_copy_flags>(0));

@@ -13,8 +13,7 @@
 // <fuse_lowlevel.h>.
 #pragma once
 
-#include <shared_mutex>
-
+#include "base/mutex.hpp"
 #include "fs/vfs/open_observer.hpp"
 
 struct fuse_session;
@@ -28,8 +27,8 @@ class FusePageCachePusher final : public PageCachePusher {
   void Detach() { Attach(nullptr); }
 
  private:
-  std::shared_mutex mu_;
-  fuse_session* session_ = nullptr;  // guarded by mu_
+  SharedMutex mu_;
+  fuse_session* session_ CLAIRFS_GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace clairfs::fs
