@@ -272,7 +272,11 @@ Result<size_t> PayloadDecoder::Read(const RandomAccessFile& pack, const PayloadL
     const bool whole = want_lo == fstart && want_hi == fstart + raw;
     const bool raw_whole =
         whole && e.codec == static_cast<uint8_t>(Codec::kRaw) && e.stored_size == raw;
+    // The frame's stored bytes to decode, or none when it is a whole raw
+    // frame already in place (then only checked). Not src == nullptr: an
+    // empty vector's data() may be null too (a damaged entry of size 0).
     const char* src = nullptr;
+    bool raw_in_place = false;
     if (i == first && fetched != nullptr) {
       if (fetched_size != e.stored_size) {
         return Status::Corruption(frame_what() + ": fetched with the wrong size");
@@ -282,16 +286,19 @@ Result<size_t> PayloadDecoder::Read(const RandomAccessFile& pack, const PayloadL
         src = stored_.data();
       } else if (!in_place) {
         src = fetched;
+      } else {
+        raw_in_place = true;
       }
     } else if (raw_whole) {
       // Straight into place and checked there, like a raw file: no detour.
       CLAIRFS_RETURN_IF_ERROR(pack.ReadExact(pos, raw, out));
+      raw_in_place = true;
     } else {
       stored_.resize(e.stored_size);
       CLAIRFS_RETURN_IF_ERROR(pack.ReadExact(pos, e.stored_size, stored_.data()));
       src = stored_.data();
     }
-    if (src == nullptr) {  // a whole raw frame, already in place
+    if (raw_in_place) {
       if (Checksum(out, raw) != e.checksum) {
         return Status::Corruption(frame_what() + ": checksum mismatch");
       }
