@@ -5,7 +5,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <set>
 
 #include "fs/dist/distributed_pack_store.hpp"
@@ -16,6 +15,7 @@
 #include "fs/store/payload_source.hpp"
 #include "partitioner/format/file_io.hpp"
 #include "partitioner/pack/packer.hpp"
+#include "tests/fs/dist/dist_fixture.hpp"
 #include "tests/support/stderr_capture.hpp"
 
 namespace stdfs = std::filesystem;
@@ -23,80 +23,9 @@ using namespace clairfs;
 using namespace clairfs::fs;
 using namespace std::chrono_literals;
 
-namespace {
-
-struct Dataset {
-  Dataset(uint32_t partitions, uint32_t replicas) {
-    std::string t = (stdfs::temp_directory_path() / "clairfs-dist-test.XXXXXX").string();
-    root = ::mkdtemp(t.data());
-    std::mt19937 rng(7);
-    for (int i = 0; i < 60; ++i) {
-      std::string data(1000 + rng() % 20000, '\0');
-      for (auto& ch : data) ch = static_cast<char>(i % 3 ? rng() : 'a' + i % 7);
-      const std::string rel = "c" + std::to_string(i % 4) + "/f" + std::to_string(i);
-      stdfs::create_directories(stdfs::path(root + "/src/" + rel).parent_path());
-      std::ofstream(root + "/src/" + rel, std::ios::binary) << data;
-      files.emplace_back(rel, data);
-    }
-    pack::PackOptions o;
-    o.src = root + "/src";
-    o.out = root + "/out";
-    o.partitions = partitions;
-    o.replicas = replicas;
-    o.frame_size = 8192;  // some files framed: several round trips per read
-    REQUIRE(pack::Pack(o).ok());
-    auto m = format::Manifest::Load(o.out);
-    REQUIRE(m.ok());
-    manifest = *m;
-  }
-  ~Dataset() { stdfs::remove_all(root); }
-  std::string out() const { return root + "/out"; }
-
-  std::string root;
-  std::vector<std::pair<std::string, std::string>> files;
-  std::shared_ptr<const format::Manifest> manifest;
-};
-
-// Reads every file through `store` and counts mismatches.
-int Mismatches(const Dataset& d, PackStore* store) {
-  PackPayloadSource source(d.manifest, store);
-  int bad = 0;
-  for (const auto& [rel, data] : d.files) {
-    const uint32_t node = *d.manifest->Resolve(rel);
-    std::string got(data.size(), '\0');
-    auto n = source.Read(node, 0, got.size(), got.data());
-    if (!n.ok() || *n != data.size() || got != data) ++bad;
-  }
-  return bad;
-}
-
-struct Ranks {
-  // `stagers[r]`, where given, holds rank r's staged copies.
-  Ranks(const Dataset& d, int n, DistOptions opt = {}, std::vector<Stager*> stagers = {})
-      : fabric(std::make_shared<LoopbackFabric>(n)) {
-    const Ownership own(d.manifest->partition_count(), d.manifest->header().replicas, n);
-    stagers.resize(n, nullptr);
-    for (int r = 0; r < n; ++r) {
-      transports.push_back(std::make_unique<LoopbackTransport>(fabric, r));
-      stores.push_back(std::make_unique<DistributedPackStore>(
-          d.out(), d.manifest, own, r, transports[r].get(), stagers[r], opt));
-    }
-    for (int r = 0; r < n; ++r) {
-      DistributedPackStore* s = stores[r].get();
-      auto serve = [s](int peer, const PackRead& rd) { return s->Serve(peer, rd); };
-      auto serve_now = [s](int peer, const PackRead& rd) { return s->ServeIfCached(peer, rd); };
-      REQUIRE(transports[r]->Start(serve, 2, serve_now).ok());
-    }
-  }
-  ~Ranks() {
-    for (auto& t : transports) t->Stop();
-  }
-  std::shared_ptr<LoopbackFabric> fabric;
-  std::vector<std::unique_ptr<LoopbackTransport>> transports;
-  std::vector<std::unique_ptr<DistributedPackStore>> stores;
-};
-
-}  // namespace
+using clairfs::fs::testing::Dataset;
+using clairfs::fs::testing::Mismatches;
+using clairfs::fs::testing::Ranks;
 
 TEST_CASE("ownership: every partition on K distinct ranks, home first", "[dist]") {
   for (int ranks : {1, 2, 3, 4, 7}) {
@@ -316,174 +245,6 @@ TEST_CASE("ServeIfCached waits for nothing: a pack not opened yet is left to Ser
   Dataset d(4, 1);
   Ranks ranks(d, 2);
   CHECK_FALSE(ranks.stores[0]->ServeIfCached(1, {0, 0, 10}).has_value());
-}
-
-namespace {
-
-// The framed files of `d` whose partition only rank 1 of 2 holds (replicas
-// 1), with their bytes.
-std::vector<std::pair<uint32_t, std::string>> FramedOnRank1(const Dataset& d) {
-  const Ownership own(d.manifest->partition_count(), d.manifest->header().replicas, 2);
-  std::vector<std::pair<uint32_t, std::string>> out;
-  for (const auto& [rel, data] : d.files) {
-    const uint32_t node = *d.manifest->Resolve(rel);
-    const format::NodeRecord& r = d.manifest->node(node);
-    if (r.codec == static_cast<uint8_t>(format::Codec::kFramed) && !own.Holds(0, r.partition)) {
-      out.emplace_back(node, data);
-    }
-  }
-  return out;
-}
-
-// Reads file `node` the way the FileReader does, one block (a frame) per
-// read; "" or what went wrong.
-std::string ReadByFrames(const Dataset& d, PackPayloadSource* source, uint32_t node,
-                         const std::string& data) {
-  const uint64_t fs = d.manifest->header().frame_size;
-  std::vector<char> got(fs);
-  for (uint64_t off = 0; off < data.size(); off += fs) {
-    auto n = source->Read(node, off, fs, got.data());
-    if (!n.ok()) return n.status().ToString();
-    if (*n != std::min<uint64_t>(fs, data.size() - off) ||
-        std::memcmp(got.data(), data.data() + off, *n) != 0) {
-      return d.manifest->Path(node) + ": wrong bytes at " + std::to_string(off);
-    }
-  }
-  return "";
-}
-
-}  // namespace
-
-TEST_CASE("a framed file from a peer: one round trip per frame, its table fetched once", "[dist]") {
-  Dataset d(4, 1);
-  Ranks ranks(d, 2);
-  const auto nodes = FramedOnRank1(d);
-  REQUIRE(nodes.size() >= 3);
-  PackPayloadSource source(d.manifest, ranks.stores[0].get());
-  const EndpointCounters& sent = *ranks.transports[0]->counters();
-  const DistCounters& reader = ranks.stores[0]->counters();
-  const EndpointCounters& owner = *ranks.transports[1]->counters();  // what rank 1 answered
-  for (const auto& [node, data] : nodes) {
-    const format::NodeRecord& r = d.manifest->node(node);
-    const uint64_t frames =
-        (r.size + d.manifest->header().frame_size - 1) / d.manifest->header().frame_size;
-    const uint64_t table = sizeof(format::FrameTableHeader) + frames * sizeof(format::FrameEntry);
-    // First pass: the table travels with the first frame, each frame once.
-    uint64_t reads0 = sent.reads_sent, served0 = owner.bytes_served, peer0 = reader.peer_bytes;
-    CHECK(ReadByFrames(d, &source, node, data) == "");
-    CHECK(sent.reads_sent - reads0 == frames);
-    CHECK(owner.bytes_served - served0 == r.stored_size);
-    CHECK(reader.peer_bytes - peer0 == r.stored_size);
-    // Second pass: the table is known, only the frames travel.
-    reads0 = sent.reads_sent, served0 = owner.bytes_served;
-    CHECK(ReadByFrames(d, &source, node, data) == "");
-    CHECK(sent.reads_sent - reads0 == frames);
-    CHECK(owner.bytes_served - served0 == r.stored_size - table);
-  }
-  CHECK(reader.fallback_reads == 0);
-  CHECK(reader.damaged_rereads == 0);
-  // The owner had its pack open and cached by then: small frames went out at
-  // once, with no server thread.
-  CHECK(ranks.transports[1]->counters()->served_at_once > 0);
-}
-
-TEST_CASE("frame tables are kept within their budget, the oldest dropped first", "[dist]") {
-  Dataset d(4, 1);
-  Ranks ranks(d, 2);
-  const auto nodes = FramedOnRank1(d);
-  REQUIRE(nodes.size() >= 2);
-  const auto& [a, a_data] = nodes[0];
-  const auto& [b, b_data] = nodes[1];
-  // Room for one small table: reading b drops a's, so a's table travels again.
-  PackPayloadSource source(d.manifest, ranks.stores[0].get(), 200);
-  const EndpointCounters& owner = *ranks.transports[1]->counters();  // what rank 1 answered
-  const uint64_t a_stored = d.manifest->node(a).stored_size;
-  uint64_t served0 = owner.bytes_served;
-  CHECK(ReadByFrames(d, &source, a, a_data) == "");
-  CHECK(owner.bytes_served - served0 == a_stored);
-  CHECK(ReadByFrames(d, &source, b, b_data) == "");
-  served0 = owner.bytes_served;
-  CHECK(ReadByFrames(d, &source, a, a_data) == "");
-  CHECK(owner.bytes_served - served0 == a_stored);  // table included again
-  // No room at all: every read is still right, each first frame with its table.
-  PackPayloadSource none(d.manifest, ranks.stores[0].get(), 0);
-  for (const auto& [node, data] : nodes) CHECK(ReadByFrames(d, &none, node, data) == "");
-}
-
-TEST_CASE("a frame read from a peer is verified: a damaged table or frame is read again",
-          "[dist]") {
-  Dataset d(4, 1);
-  const Ownership own(4, 1, 2);
-  const auto nodes = FramedOnRank1(d);
-  REQUIRE(!nodes.empty());
-  SECTION("a frame damaged on the way") {
-    Ranks ranks(d, 2);
-    ranks.fabric->SetDamageReplies(1, true);
-    PackPayloadSource source(d.manifest, ranks.stores[0].get());
-    for (const auto& [node, data] : nodes) CHECK(ReadByFrames(d, &source, node, data) == "");
-    CHECK(ranks.stores[0]->counters().damaged_rereads >= nodes.size());
-  }
-  SECTION("a frame table damaged on the owner's disk") {
-    Stager stager(d.out(), d.root + "/ssd1", d.manifest, own.PartitionsOf(1));
-    stager.Start();
-    stager.Wait();
-    {
-      std::fstream f(d.root + "/ssd1/part-00001", std::ios::in | std::ios::out | std::ios::binary);
-      std::fstream g(d.root + "/ssd1/part-00003", std::ios::in | std::ios::out | std::ios::binary);
-      for (const auto& [node, data] : nodes) {
-        const format::NodeRecord& r = d.manifest->node(node);
-        std::fstream& h = r.partition == 1 ? f : g;
-        h.seekp(r.offset + sizeof(format::FrameTableHeader) + 8);  // frame 0's checksum
-        h.put('\x55');
-      }
-    }
-    Ranks ranks(d, 2, {}, {nullptr, &stager});
-    PackPayloadSource source(d.manifest, ranks.stores[0].get());
-    for (const auto& [node, data] : nodes) CHECK(ReadByFrames(d, &source, node, data) == "");
-    CHECK(ranks.stores[0]->counters().damaged_rereads == nodes.size());  // once per file
-    CHECK(ranks.stores[0]->counters().peer_reads > 0);  // later frames did come from rank 1
-  }
-}
-
-TEST_CASE("a frame read from a dead peer falls back to the dataset's pack", "[dist]") {
-  Dataset d(4, 1);
-  DistOptions opt;
-  opt.peer_timeout = 100ms;
-  Ranks ranks(d, 2, opt);
-  ranks.fabric->SetDead(1, true);
-  const auto nodes = FramedOnRank1(d);
-  REQUIRE(!nodes.empty());
-  PackPayloadSource source(d.manifest, ranks.stores[0].get());
-  for (const auto& [node, data] : nodes) CHECK(ReadByFrames(d, &source, node, data) == "");
-  const DistCounters& c = ranks.stores[0]->counters();
-  CHECK(c.peer_failures == 1);  // then rank 1 is a suspect, skipped
-  CHECK(c.peer_reads == 0);
-  CHECK(c.fallback_reads > 0);
-}
-
-TEST_CASE("a frame read is served whole, at once when cached, and refused when malformed",
-          "[dist]") {
-  Dataset d(4, 1);
-  Ranks ranks(d, 2);
-  const auto nodes = FramedOnRank1(d);
-  REQUIRE(!nodes.empty());
-  const format::NodeRecord& r = d.manifest->node(nodes[0].first);
-  DistributedPackStore& owner = *ranks.stores[1];
-  const PackRead read{r.partition, r.offset, 0, r.size - 1};  // the last frame
-  CHECK_FALSE(owner.ServeIfCached(0, read).has_value());      // pack not open yet
-  auto served = owner.Serve(0, read);
-  REQUIRE(served.ok());
-  const uint64_t frames =
-      (r.size + d.manifest->header().frame_size - 1) / d.manifest->header().frame_size;
-  CHECK(served->size() > sizeof(format::FrameTableHeader) + frames * sizeof(format::FrameEntry));
-  auto now = owner.ServeIfCached(0, read);
-  REQUIRE(now.has_value());
-  REQUIRE(now->ok());
-  CHECK(**now == *served);
-  // No frame there, no table there, not this rank's partition.
-  CHECK_FALSE(owner.Serve(0, {r.partition, r.offset, 0, r.size + 8192 * 4}).ok());
-  CHECK_FALSE(owner.Serve(0, {r.partition, 0, 0, 0}).ok());
-  CHECK(owner.Serve(0, {0, r.offset, 0, 0}).status().IsNotFound());
 }
 
 TEST_CASE("per-rank paths expand rank, host and environment variables", "[dist]") {
