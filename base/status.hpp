@@ -22,6 +22,7 @@ enum class Code {
   kAlreadyExists,    // the target exists and overwriting was not asked for
   kNoSpace,          // the disk filled up
   kUnsupported,      // a feature, file type or version this build cannot handle
+  kUnavailable,      // not known yet: ask again later
 };
 
 class [[nodiscard]] Status {
@@ -48,6 +49,9 @@ class [[nodiscard]] Status {
     return Status(Code::kUnsupported, ENOTSUP, std::move(msg));
   }
   // Turns an errno value into a Status whose message is "<context>: <strerror>".
+  static Status Unavailable(std::string msg) {
+    return Status(Code::kUnavailable, EAGAIN, std::move(msg));
+  }
   static Status FromErrno(int err, const std::string& context);
 
   bool ok() const { return code_ == Code::kOk; }

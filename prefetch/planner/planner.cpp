@@ -44,6 +44,7 @@ Planner::Planner(PlannerConfig config, PlannerInput input, PlannerShape shape, c
       deep_cursor_(config_.start_epoch),
       pins_(shape.pin_opens, kNoFile),
       opened_ring_(shape.merge_window, kNoFile),
+      consumed_at_(input_.file_size.size(), kNever),
       oversize_seen_(input_.file_size.size(), 0) {
   stats_.enabled = config_.enabled;
   stats_.budget_bytes = config_.budget_bytes;
@@ -71,6 +72,26 @@ OpenResult Planner::OnOpen(FileId file) {
     return r;
   }
 
+  // Opened again while the entry its last open took is still inside its
+  // rank's window: the same sample opening its file once more (a header
+  // read, then the decode; hashing, then decoding), if the open was among
+  // the last few (pinned) or this loader has been seen to reopen files. When
+  // another entry of the file is due too (the file ends one epoch and starts
+  // the next) an open cannot say which it is: a repeat if the loader reopens
+  // files and the last open was pinned, else the next use. (A shared
+  // stream's readers each take an entry of their own: there a recent open
+  // may be another reader's.)
+  bool same_sample = false;
+  if (shape_.merge_window == 0 && file < consumed_at_.size() && consumed_at_[file] != kNever) {
+    const uint64_t t0 = consumed_at_[file];
+    const uint32_t g0 = static_cast<uint32_t>(t0 % shape_.ranks);
+    same_sample = t0 / shape_.ranks + shape_.window_steps > head_[g0];
+  }
+  if (same_sample && repeat && reopens_seen_ > 0) {
+    NoteReopen(true);
+    ++stats_.repeat_opens;
+    return r;
+  }
   // The entries of `file` are chained in time order; take the first one that
   // lies in its rank's window.
   const uint32_t g_count = shape_.ranks;
@@ -86,14 +107,17 @@ OpenResult Planner::OnOpen(FileId file) {
       break;
     }
   }
-  if (found == kNever && repeat) {
+  if (found == kNever && (repeat || (same_sample && reopens_seen_ > 0))) {
+    NoteReopen(same_sample);
     ++stats_.repeat_opens;
     return r;
   }
+  NoteReopen(false);
   EpochCounts& epoch = EpochOf(found);
   ++epoch.opens;
   ++(r.ready ? epoch.ready : epoch.stalls);
   if (found != kNever) {
+    if (file < consumed_at_.size()) consumed_at_[file] = found;
     Consume(found);
     r.predicted = true;
     ++stats_.predicted_opens;
@@ -108,6 +132,13 @@ OpenResult Planner::OnOpen(FileId file) {
     Extend(&lock);
   }
   return r;
+}
+
+void Planner::NoteReopen(bool reopen) {
+  reopens_seen_ -= reopen_ring_[reopen_pos_];
+  reopen_ring_[reopen_pos_] = reopen ? 1 : 0;
+  reopens_seen_ += reopen_ring_[reopen_pos_];
+  reopen_pos_ = (reopen_pos_ + 1) % reopen_ring_.size();
 }
 
 uint64_t Planner::RecoveryRun() const {

@@ -55,6 +55,7 @@
 // and indexed outside the mutex.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -171,6 +172,8 @@ class Planner {
   bool NoteOutcome(FileId f, bool located) CLAIRFS_REQUIRES(mu_);
   // Located opens in a row that end a lost state.
   uint64_t RecoveryRun() const CLAIRFS_REQUIRES(mu_);
+  // Records whether an open was a sample opening its file again.
+  void NoteReopen(bool reopen) CLAIRFS_REQUIRES(mu_);
   uint64_t FileSize(FileId f) const CLAIRFS_REQUIRES(mu_);
   // The epoch an open belongs to: that of merged time `t`, or (kNever) the
   // epoch the furthest-behind local rank is in.
@@ -246,6 +249,13 @@ class Planner {
   size_t opened_pos_ CLAIRFS_GUARDED_BY(mu_) = 0;
   std::unordered_map<FileId, uint32_t> opened_ CLAIRFS_GUARDED_BY(mu_);
   std::unordered_map<FileId, uint32_t> failures_ CLAIRFS_GUARDED_BY(mu_);
+  // Over the last opens (order mode): 1 where a sample opened its file again.
+  std::array<uint8_t, 256> reopen_ring_ CLAIRFS_GUARDED_BY(mu_){};
+  size_t reopen_pos_ CLAIRFS_GUARDED_BY(mu_) = 0;
+  uint64_t reopens_seen_ CLAIRFS_GUARDED_BY(mu_) = 0;
+  // By file: the merged time of the entry its latest located open took
+  // (kNever: none). Times only grow, across rebases too.
+  std::vector<uint64_t> consumed_at_ CLAIRFS_GUARDED_BY(mu_);
   std::vector<uint8_t> oversize_seen_ CLAIRFS_GUARDED_BY(mu_);
   PlannerStats stats_ CLAIRFS_GUARDED_BY(mu_);
   std::map<uint64_t, EpochCounts> per_epoch_ CLAIRFS_GUARDED_BY(mu_);

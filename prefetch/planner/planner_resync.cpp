@@ -96,6 +96,11 @@ void Planner::Extend(MutexLock* lock) {
     unlocked.Relock();
     extending_ = false;
     if (gen != rebase_gen_ || next_epoch_ != *epoch) continue;  // a resync moved on
+    if (!orders.ok() && orders.status().code() == Code::kUnavailable) {
+      // A live source (orders reported by the job) has not been told this
+      // epoch yet: asked again on the next call.
+      return;
+    }
     if (!orders.ok()) {
       ++stats_.order_errors;
       order_error_ = orders.status();

@@ -134,6 +134,45 @@ TEST_CASE("The next epoch is generated ahead of need; a missing epoch ends predi
   CHECK(s.lost);
 }
 
+TEST_CASE("An epoch a live source does not know yet is asked for again, not ended",
+          "[unit][planner]") {
+  // Orders reported by the job arrive as each epoch starts: until then the
+  // source answers Unavailable, and the planner keeps asking.
+  auto known = std::make_shared<uint64_t>(0);  // epochs [0, *known] are reported
+  std::vector<uint64_t> sizes(40, 1);
+  pf::PlannerInput in;
+  in.order = [known](const std::vector<uint64_t>& ranks, uint64_t epoch) {
+    using R = clairfs::Result<std::vector<std::vector<pf::Index>>>;
+    if (epoch > *known) return R(clairfs::Status::Unavailable("not reported yet"));
+    std::vector<pf::Index> order(40);
+    for (uint64_t i = 0; i < 40; ++i) order[i] = (i * (2 * epoch + 1)) % 40;
+    return R(std::vector<std::vector<pf::Index>>(ranks.size(), order));
+  };
+  in.file_of_index.resize(40);
+  std::iota(in.file_of_index.begin(), in.file_of_index.end(), 0);
+  in.file_size = sizes;
+  clairfs::FakeClock clock;
+  auto created = pf::Planner::Create(OneRank(40, 3), std::move(in), clock);
+  REQUIRE(created.ok());
+  pf::Planner& p = **created;
+  for (uint64_t epoch = 0; epoch < 3; ++epoch) {
+    *known = epoch;
+    p.Maintain();  // the daemon does this when a report completes an epoch
+    for (uint64_t i = 0; i < 40; ++i) {
+      pf::FetchPlan plan = p.NextFetches(100);
+      for (FileId f : plan.fetch) REQUIRE(p.OnFetched(f, sizes[f]).empty());
+      pf::OpenResult r = p.OnOpen(static_cast<FileId>((i * (2 * epoch + 1)) % 40));
+      REQUIRE(r.predicted);
+      REQUIRE(r.ready);
+    }
+  }
+  pf::PlannerStats s = p.Stats();
+  CHECK(s.order_errors == 0);
+  CHECK(s.predicted_opens == 120);
+  CHECK(s.deviations == 0);
+  CHECK_FALSE(s.lost);
+}
+
 TEST_CASE("A file opened twice in a row is a repeat, not a deviation", "[unit][planner]") {
   std::vector<uint64_t> order(100);
   std::iota(order.begin(), order.end(), 0);

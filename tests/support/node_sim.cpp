@@ -44,6 +44,7 @@ void NodeSim::RunEpoch(const std::vector<std::vector<FileId>>& per_rank) {
   std::vector<size_t> live(per_rank.size());
   for (size_t g = 0; g < live.size(); ++g) live[g] = g;
   std::vector<uint64_t> opened(per_rank.size(), 0);
+  again_.assign(per_rank.size(), {});
   while (!live.empty()) {
     // Ranks advance at about the same rate: a random live rank opens next.
     rng_state_ = rng_state_ * 6364136223846793005ull + 1442695040888963407ull;
@@ -56,14 +57,34 @@ void NodeSim::RunEpoch(const std::vector<std::vector<FileId>>& per_rank) {
       if (opened[live[pick]] >= opened[live[slowest]] + options_.max_skew_opens) pick = slowest;
     }
     size_t g = live[pick];
+    // A sample's later open, half of the time while any is due.
+    std::vector<std::pair<FileId, uint64_t>>& again = again_[g];
+    if (!again.empty()) {
+      rng_state_ = rng_state_ * 6364136223846793005ull + 1442695040888963407ull;
+    }
+    // Each worker is in one sample at a time: at most W samples of a rank
+    // have opens left.
+    const uint64_t busy = std::max<uint64_t>(1, options_.loader.num_workers);
+    if (!again.empty() && (again.size() >= busy || ((rng_state_ >> 40) & 1) != 0)) {
+      size_t k = (rng_state_ >> 20) % again.size();
+      FileId f = again[k].first;
+      if (--again[k].second == 0) again.erase(again.begin() + static_cast<std::ptrdiff_t>(k));
+      Step();
+      Open(f);
+      continue;
+    }
     std::optional<uint64_t> pos = loaders[g].Next();
     if (!pos) {
+      if (!again.empty()) continue;
       live.erase(live.begin() + static_cast<std::ptrdiff_t>(pick));
       continue;
     }
     ++opened[g];
     Step();
     Open(per_rank[g][*pos]);
+    if (options_.opens_per_sample > 1) {
+      again.emplace_back(per_rank[g][*pos], options_.opens_per_sample - 1);
+    }
   }
 }
 

@@ -37,6 +37,12 @@ struct NodeSimOptions {
   // rank waits for it (data-parallel ranks train in step); 0: the ranks
   // drift apart as a random walk.
   uint64_t max_skew_opens = 0;
+  // Opens of each sample's file (a Dataset that reads a header, then opens
+  // the file again to decode it): the later ones come from the same rank
+  // some opens later, interleaved with its other workers' and the other
+  // ranks' opens (a worker is in one sample at a time, so at most W samples
+  // of a rank have opens left). 1: one open per sample.
+  uint64_t opens_per_sample = 1;
 };
 
 struct NodeSimReport {
@@ -96,6 +102,8 @@ class NodeSim {
   std::unordered_map<FileId, uint64_t> pending_;  // file -> due step
   std::vector<FileId> reported_;  // ring of the last merge_repeated_opens reported opens
   size_t reported_pos_ = 0;
+  // By rank: files whose sample still has opens to make, and how many.
+  std::vector<std::vector<std::pair<FileId, uint64_t>>> again_;
   uint64_t ram_bytes_ = 0;
   uint64_t pending_bytes_ = 0;
 };
