@@ -28,6 +28,7 @@ class FakeDaemon:
         self._sock.listen(64)
         self._threads = []
         self._stop = False
+        self._sentinel = threading.Event()
         self._acceptor = threading.Thread(target=self._accept, daemon=True)
         self._acceptor.start()
 
@@ -40,6 +41,12 @@ class FakeDaemon:
         self._sock.close()
 
     def wait_idle(self, timeout=10):
+        """After the job exited: serves what is still queued (accept backlog included)."""
+        # Accept is FIFO: once our own sentinel connection is accepted, so is the backlog.
+        self._sentinel.clear()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.connect("\0" + self.name[1:])
+            self._sentinel.wait(timeout)
         for t in list(self._threads):
             t.join(timeout)
 
@@ -49,6 +56,11 @@ class FakeDaemon:
                 conn, _ = self._sock.accept()
             except OSError:
                 return
+            creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            if struct.unpack("3i", creds)[0] == os.getpid():  # wait_idle's sentinel
+                conn.close()
+                self._sentinel.set()
+                continue
             t = threading.Thread(target=self._serve, args=(conn,), daemon=True)
             self._threads.append(t)
             t.start()

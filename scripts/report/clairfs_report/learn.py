@@ -8,7 +8,7 @@ batch taught goes out as one TABLE_FILES frame per daemon, keyed by:
   - in a loader worker, the iterator key K = key_of(base seed, main pid), which the main
     process aliases to the dataset's table (ALIAS);
   - in the main process (num_workers=0), the dataset's table key itself.
-`learned` is keyed by id(inner dataset); a forked worker inherits the main process's sets,
+tables.learned is keyed by id(inner dataset); a forked worker inherits the main process's sets,
 which the main process fills when an epoch over a learned table has been drawn to its end.
 Single-thread per fetcher; the hook ignores other threads.
 """
@@ -20,7 +20,6 @@ import threading
 
 from . import channel, guard, tables, wire
 
-learned = {}          # id(inner dataset) -> set of learned inner indices
 _current = None       # [thread id, index, [(root, rel), ...]] while an index is fetched
 _hook_installed = False
 _get_ident = threading.get_ident
@@ -94,7 +93,7 @@ def setup(fetcher):
         channel.socket_name(root)  # read now, not from inside the hook
     _install_hook()
     maps = [m.tolist() if hasattr(m, "tolist") else m for m in maps]
-    return _Learner(maps, key, learned.setdefault(id(inner), set()))
+    return _Learner(maps, key, tables.learned.setdefault(id(inner), set()))
 
 
 def _plain_getitem(ds):

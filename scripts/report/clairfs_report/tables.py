@@ -15,7 +15,8 @@ from . import channel, wire
 
 PATHS, LEARNED = "paths", "learned"
 
-_registry = {}   # id(dataset) -> Table
+_registry = {}   # id(dataset) -> (weak reference, Table)
+learned = {}     # id(dataset) -> set of indices whose files were learned (clairfs_report.learn)
 _counter = 0
 _registry_pid = None
 
@@ -115,11 +116,17 @@ def table_for(ds):
         return hit[1]
     table = _make(ds)
     try:
-        ref = weakref.ref(ds, lambda _r, k=k: _registry.pop(k, None))
+        ref = weakref.ref(ds, lambda _r, k=k: _forget(k))
     except TypeError:
         ref = ds  # not weakly referenceable: kept alive with its entry
     _registry[k] = (ref, table)
     return table
+
+
+def _forget(k):
+    # the id may now be reused by another dataset: it must not inherit this one's state
+    _registry.pop(k, None)
+    learned.pop(k, None)
 
 
 def send_paths(table):

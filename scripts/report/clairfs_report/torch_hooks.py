@@ -225,5 +225,5 @@ def _report(ep, whole):
 def _drawn(ep):
     """The epoch was drawn to its end: its indices are learned (inherited by forked workers)."""
     if ep.flat is not None:
-        learn.learned.setdefault(ep.base_id, set()).update(ep.flat)
+        tables.learned.setdefault(ep.base_id, set()).update(ep.flat)
         ep.flat = None
