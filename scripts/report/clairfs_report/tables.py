@@ -1,0 +1,139 @@
+"""Datasets as tables: index -> file(s), keyed for the daemon (docs/report.md).
+
+A dataset with a `.samples` (or `.imgs`) list of (path, target), as torchvision's
+ImageFolder/DatasetFolder, is a *paths* table: its paths go out once as TABLE_PATHS. A
+torch Subset is seen through to its dataset (its indices mapped). Any other map-style dataset
+is a *learned* table: the files each index opens are learned where it is fetched
+(clairfs_report.learn). A table lives in this process's registry as long as its dataset.
+Single-thread use (the thread that starts the loader's epochs).
+"""
+import os
+import weakref
+from itertools import chain
+
+from . import channel, wire
+
+PATHS, LEARNED = "paths", "learned"
+
+_registry = {}   # id(dataset) -> (weak reference, Table)
+learned = {}     # id(dataset) -> set of indices whose files were learned (clairfs_report.learn)
+_counter = 0
+_registry_pid = None
+
+
+class Table:
+    def __init__(self, kind, roots, paths=None):
+        global _counter
+        _counter += 1
+        self.key = ((os.getpid() & 0x7FFFFFFF) << 32) | (_counter & 0xFFFFFFFF)
+        self.kind = kind
+        self.roots = roots      # the mounts whose daemons get the orders over this table
+        self.paths = paths      # PATHS: encoded entries, sent once (then None)
+
+
+def subset_chain(ds):
+    """(innermost dataset, [index lists, outermost first]) through torch Subsets."""
+    from torch.utils.data import Subset
+    maps = []
+    while isinstance(ds, Subset) and type(ds).__getitem__ is Subset.__getitem__:
+        maps.append(ds.indices)
+        ds = ds.dataset
+    return ds, maps
+
+
+def map_indices(flat, maps):
+    """Sample indices of the outermost Subset -> indices of the inner dataset."""
+    for m in maps:
+        if hasattr(m, "tolist"):
+            m = m.tolist()
+        flat = list(map(m.__getitem__, flat))
+    return flat
+
+
+def sample_paths(ds):
+    samples = getattr(ds, "samples", None)
+    if not isinstance(samples, list):
+        samples = getattr(ds, "imgs", None)
+    if not isinstance(samples, list) or not samples:
+        return None
+    try:
+        paths = [s[0] for s in samples]
+    except (TypeError, IndexError, KeyError):
+        return None
+    if all(isinstance(p, (str, bytes, os.PathLike)) for p in paths):
+        return paths
+    return None
+
+
+def _path_attrs(ds):
+    """Path-like values among a dataset's attributes (first element of lists), for roots."""
+    found = []
+    for v in getattr(ds, "__dict__", {}).values():
+        if isinstance(v, (list, tuple)) and v:
+            v = v[0]
+        if isinstance(v, (str, os.PathLike)):
+            try:
+                p = os.fspath(v)
+                if os.path.isabs(p) or os.path.exists(p):
+                    found.append(p)
+            except (TypeError, ValueError, OSError):
+                pass
+    return found
+
+
+def _make(ds):
+    paths = sample_paths(ds)
+    if paths is not None:
+        located = [channel.locate(p) for p in paths]
+        roots = [w[0] for w in located if w is not None]
+        if not roots:
+            return None  # no file under a clairfs mount: nothing to report
+        root = roots[0]
+        encoded = [wire.path_bytes(w[1]) if w is not None and w[0] == root else b"\0"
+                   for w in located]
+        return Table(PATHS, [root], encoded)
+    mounts = channel.mounts()
+    if not mounts:
+        return None
+    hints = _path_attrs(ds)
+    if hints:
+        roots = sorted({w[0] for w in map(channel.locate, hints) if w is not None})
+        if not roots:
+            return None  # its files are elsewhere
+        return Table(LEARNED, roots)
+    return Table(LEARNED, list(mounts))  # cannot tell which mount: every daemon is told
+
+
+def table_for(ds):
+    """The Table of an (inner, non-Subset) dataset, made on first use; None: not ours."""
+    global _registry_pid
+    if _registry_pid != os.getpid():  # a forked child makes its own keys
+        _registry.clear()
+        _registry_pid = os.getpid()
+    k = id(ds)
+    hit = _registry.get(k)
+    if hit is not None:
+        return hit[1]
+    table = _make(ds)
+    try:
+        ref = weakref.ref(ds, lambda _r, k=k: _forget(k))
+    except TypeError:
+        ref = ds  # not weakly referenceable: kept alive with its entry
+    _registry[k] = (ref, table)
+    return table
+
+
+def _forget(k):
+    # the id may now be reused by another dataset: it must not inherit this one's state
+    _registry.pop(k, None)
+    learned.pop(k, None)
+
+
+def send_paths(table):
+    """TABLE_PATHS of a paths table, once (to its one daemon)."""
+    if table.paths is not None:
+        channel.send(table.roots[0], wire.table_paths(table.key, table.paths))
+        table.paths = None
+
+
+flatten = chain.from_iterable

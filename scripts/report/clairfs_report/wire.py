@@ -1,0 +1,87 @@
+"""Frames of wire protocol v1 (docs/report.md): each returns the whole frame, length included.
+
+Pure functions, thread-safe. Indices go out as array('I') bytes, never per-index packing.
+"""
+import os
+import struct
+import sys
+from array import array
+
+HELLO, TABLE_PATHS, TABLE_FILES, ALIAS, ORDER = 1, 2, 3, 4, 5
+MAX_PAYLOAD = 16 << 20
+ORDER_CHUNK = 1 << 20  # indices per ORDER frame (4 MiB of payload)
+PATHS_CHUNK = 8 << 20  # bytes of paths per TABLE_PATHS frame
+
+_LEN = struct.Struct("<I")
+_SWAP = sys.byteorder != "little"
+if array("I").itemsize != 4:  # not on Linux/glibc; refuse rather than send garbage
+    raise ImportError("array('I') is not 32-bit here")
+
+
+def frame(payload):
+    if len(payload) > MAX_PAYLOAD:
+        raise ValueError("frame of %d bytes" % len(payload))
+    return _LEN.pack(len(payload)) + payload
+
+
+def hello(fields):
+    text = "".join("%s=%s\n" % (k, v) for k, v in fields.items())
+    return frame(bytes([HELLO]) + text.encode())
+
+
+def path_bytes(path):
+    """A relative path, NUL-terminated; '' stands for no file."""
+    b = os.fsencode(path)
+    if b"\0" in b:
+        raise ValueError("NUL in a path")
+    return b + b"\0"
+
+
+def table_paths(table, paths):
+    """TABLE_PATHS frames for entries 0.. of `table`; paths are encoded entries (path_bytes)."""
+    frames, first, start, size = [], 0, 0, 0
+    for i, p in enumerate(paths):
+        if size + len(p) > PATHS_CHUNK and i > start:
+            frames.append(_paths_frame(table, start, paths[start:i]))
+            start, size = i, 0
+        size += len(p)
+    if start < len(paths) or not paths:
+        frames.append(_paths_frame(table, start, paths[start:]))
+    return frames
+
+
+def _paths_frame(table, first, chunk):
+    return frame(struct.pack("<BQI", TABLE_PATHS, table, first) + b"".join(chunk))
+
+
+def table_files(table, records):
+    """records: [(index, [encoded path, ...]), ...] -> one or more TABLE_FILES frames."""
+    frames, parts, size = [], [], 9
+    for index, paths in records:
+        rec = struct.pack("<II", index, len(paths)) + b"".join(paths)
+        if parts and size + len(rec) > MAX_PAYLOAD:
+            frames.append(frame(struct.pack("<BQ", TABLE_FILES, table) + b"".join(parts)))
+            parts, size = [], 9
+        parts.append(rec)
+        size += len(rec)
+    if parts:
+        frames.append(frame(struct.pack("<BQ", TABLE_FILES, table) + b"".join(parts)))
+    return frames
+
+
+def alias(key, table):
+    return frame(struct.pack("<BQQ", ALIAS, key, table))
+
+
+def order(table, stream, epoch, indices):
+    """indices: an array('I') of the whole epoch -> ORDER frames, last=1 on the final one."""
+    if _SWAP:
+        indices = array("I", indices)
+        indices.byteswap()
+    n = len(indices)
+    frames = []
+    for start in range(0, max(n, 1), ORDER_CHUNK):
+        end = min(n, start + ORDER_CHUNK)
+        head = struct.pack("<BQQQB", ORDER, table, stream, epoch, 1 if end == n else 0)
+        frames.append(frame(head + indices[start:end].tobytes()))
+    return frames

@@ -1,0 +1,169 @@
+"""A stand-in for clairfsd's report channel: an abstract Unix socket decoding wire protocol v1
+(docs/report.md) strictly. Any malformed frame is recorded in `errors` (tests fail on it).
+Thread-safe: one thread per connection, results under `lock`.
+"""
+import os
+import socket
+import struct
+import threading
+
+MAX_PAYLOAD = 16 << 20
+
+
+class FakeDaemon:
+    def __init__(self, close_after_orders=None):
+        self.name = "@clairfs-report-test.%d.%s" % (os.getpid(), os.urandom(8).hex())
+        self.close_after_orders = close_after_orders
+        self.lock = threading.Lock()
+        self.errors, self.hellos = [], []
+        self.paths = {}     # table -> [path, ...]
+        self.files = {}     # table or alias -> {index: [path, ...]}
+        self.aliases = {}   # alias -> table
+        self.orders = {}    # (pid, table, stream, epoch) -> [index, ...] (complete segments)
+        self.frames = 0
+        self._partial = {}
+        self._orders_seen = 0
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.bind("\0" + self.name[1:])
+        self._sock.listen(64)
+        self._threads = []
+        self._stop = False
+        self._sentinel = threading.Event()
+        self._acceptor = threading.Thread(target=self._accept, daemon=True)
+        self._acceptor.start()
+
+    def close(self):
+        self._stop = True
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._sock.close()
+
+    def wait_idle(self, timeout=10):
+        """After the job exited: serves what is still queued (accept backlog included)."""
+        # Accept is FIFO: once our own sentinel connection is accepted, so is the backlog.
+        self._sentinel.clear()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.connect("\0" + self.name[1:])
+            self._sentinel.wait(timeout)
+        for t in list(self._threads):
+            t.join(timeout)
+
+    def _accept(self):
+        while not self._stop:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            if struct.unpack("3i", creds)[0] == os.getpid():  # wait_idle's sentinel
+                conn.close()
+                self._sentinel.set()
+                continue
+            t = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            self._threads.append(t)
+            t.start()
+
+    def _error(self, msg):
+        with self.lock:
+            self.errors.append(msg)
+
+    def _serve(self, conn):
+        hello = None
+        with conn:
+            f = conn.makefile("rb")
+            while True:
+                head = f.read(4)
+                if not head:
+                    return
+                if len(head) < 4:
+                    return self._error("truncated length")
+                (n,) = struct.unpack("<I", head)
+                if n == 0 or n > MAX_PAYLOAD:
+                    return self._error("payload of %d bytes" % n)
+                p = f.read(n)
+                if len(p) != n:
+                    return self._error("truncated payload")
+                try:
+                    hello = self._frame(p, hello)
+                except Exception as e:
+                    return self._error("%s: %r" % (type(e).__name__, e))
+                with self.lock:
+                    self.frames += 1
+                    closing = (self.close_after_orders is not None
+                               and self._orders_seen >= self.close_after_orders)
+                if closing:
+                    return
+
+    def _frame(self, p, hello):
+        t, body = p[0], p[1:]
+        if hello is None:
+            if t != 1:
+                raise ValueError("first frame of type %d, not HELLO" % t)
+            fields = dict(line.split("=", 1) for line in body.decode().splitlines())
+            if fields.get("version") != "1":
+                raise ValueError("version %r" % fields.get("version"))
+            with self.lock:
+                self.hellos.append(fields)
+            return fields
+        pid = int(hello["pid"])
+        if t == 1:
+            raise ValueError("second HELLO")
+        if t == 2:
+            table, first = struct.unpack_from("<QI", body)
+            paths = _paths(body[12:])
+            with self.lock:
+                have = self.paths.setdefault(table, [])
+                if first != len(have):
+                    raise ValueError("TABLE_PATHS first %d after %d" % (first, len(have)))
+                have += paths
+        elif t == 3:
+            (table,) = struct.unpack_from("<Q", body)
+            pos, recs = 8, {}
+            while pos < len(body):
+                if pos + 8 > len(body):
+                    raise ValueError("truncated record")
+                index, count = struct.unpack_from("<II", body, pos)
+                pos += 8
+                files = []
+                for _ in range(count):
+                    end = body.index(b"\0", pos)  # ValueError past the body
+                    files.append(body[pos:end].decode())
+                    pos = end + 1
+                recs[index] = files
+            with self.lock:
+                self.files.setdefault(table, {}).update(recs)
+        elif t == 4:
+            if len(body) != 16:
+                raise ValueError("ALIAS of %d bytes" % len(body))
+            alias, table = struct.unpack("<QQ", body)
+            with self.lock:
+                self.aliases[alias] = table
+        elif t == 5:
+            if len(body) < 25 or (len(body) - 25) % 4:
+                raise ValueError("ORDER of %d bytes" % len(body))
+            table, stream, epoch, last = struct.unpack_from("<QQQB", body)
+            if last not in (0, 1):
+                raise ValueError("last=%d" % last)
+            idx = list(struct.unpack_from("<%dI" % ((len(body) - 25) // 4), body, 25))
+            key = (pid, table, stream, epoch)
+            with self.lock:
+                seg = self._partial.setdefault(key, [])
+                seg += idx
+                if last:
+                    if key in self.orders:
+                        raise ValueError("segment %r twice" % (key,))
+                    self.orders[key] = self._partial.pop(key)
+                    self._orders_seen += 1
+        else:
+            raise ValueError("unknown frame type %d" % t)
+        return hello
+
+
+def _paths(data):
+    if not data:
+        return []
+    if not data.endswith(b"\0"):
+        raise ValueError("path without NUL")
+    return [p.decode() for p in data[:-1].split(b"\0")]
