@@ -47,6 +47,9 @@ std::string Status::ToString() const {
     case Code::kUnsupported:
       name = "Unsupported";
       break;
+    case Code::kUnavailable:
+      name = "Unavailable";
+      break;
   }
   return std::string(name) + ": " + message_;
 }
