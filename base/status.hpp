@@ -22,7 +22,7 @@ enum class Code {
   kAlreadyExists,    // the target exists and overwriting was not asked for
   kNoSpace,          // the disk filled up
   kUnsupported,      // a feature, file type or version this build cannot handle
-  kUnavailable,      // not known yet: ask again later
+  kUnavailable,      // not there yet: asking again later may succeed
 };
 
 class [[nodiscard]] Status {
@@ -48,10 +48,11 @@ class [[nodiscard]] Status {
   static Status Unsupported(std::string msg) {
     return Status(Code::kUnsupported, ENOTSUP, std::move(msg));
   }
-  // Turns an errno value into a Status whose message is "<context>: <strerror>".
+  static Status NoSpace(std::string msg) { return Status(Code::kNoSpace, ENOSPC, std::move(msg)); }
   static Status Unavailable(std::string msg) {
     return Status(Code::kUnavailable, EAGAIN, std::move(msg));
   }
+  // Turns an errno value into a Status whose message is "<context>: <strerror>".
   static Status FromErrno(int err, const std::string& context);
 
   bool ok() const { return code_ == Code::kOk; }
@@ -60,6 +61,12 @@ class [[nodiscard]] Status {
   const std::string& message() const { return message_; }
   bool IsCorruption() const { return code_ == Code::kCorruption; }
   bool IsNotFound() const { return code_ == Code::kNotFound; }
+  bool IsUnavailable() const { return code_ == Code::kUnavailable; }
+  // The same code and errno, the message preceded by `prefix` (context such
+  // as "frame 3: "); OK stays OK.
+  Status WithPrefix(const std::string& prefix) const {
+    return ok() ? Status() : Status(code_, err_, prefix + message_);
+  }
   // "Corruption: <message>" and the like; "OK" when ok.
   std::string ToString() const;
 

@@ -7,7 +7,7 @@
 # directory, so the committed corpus never grows. Prints executions and
 # coverage per target.
 #
-# Targets: manifest payload protocol config (default: all, one after the other).
+# Targets: manifest payload protocol config report (default: all, one after the other).
 # A crash, leak, timeout or invariant violation fails the run; its input is kept
 # in build-fuzz/crashes/TARGET/ and the command that reproduces it is printed.
 # Environment: FUZZ_BUILD_DIR (default build-fuzz), FUZZ_NICE (a nice level
@@ -21,7 +21,7 @@ if [[ ${1:-} == --seconds ]]; then
   seconds=$2
   shift 2
 fi
-all=(manifest payload protocol config)
+all=(manifest payload protocol config report)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all[@]}")
 for t in "${targets[@]}"; do

@@ -16,10 +16,11 @@ int64_t WallNs() {
 }  // namespace
 
 ControlFiles::ControlFiles(uint64_t first_ino, std::function<std::string()> stats_text,
-                           std::string config_text)
+                           std::string config_text, std::string report_text)
     : first_ino_(first_ino),
       stats_text_(std::move(stats_text)),
       config_text_(std::move(config_text)),
+      report_text_(std::move(report_text)),
       start_ns_(WallNs()) {}
 
 const char* ControlFiles::Name(Index i) {
@@ -28,6 +29,8 @@ const char* ControlFiles::Name(Index i) {
       return "stats.json";
     case kConfig:
       return "config";
+    case kReport:
+      return "report";
     default:
       return kDirName;
   }
@@ -36,11 +39,12 @@ const char* ControlFiles::Name(Index i) {
 ControlFiles::Index ControlFiles::FileNamed(std::string_view name) const {
   if (name == Name(kStats)) return kStats;
   if (name == Name(kConfig)) return kConfig;
+  if (name == Name(kReport) && Present(kReport)) return kReport;
   return kCount;
 }
 
 BlockRef ControlFiles::Generate(Index i) const {
-  const std::string text = i == kStats ? stats_text_() : config_text_;
+  const std::string text = i == kStats ? stats_text_() : i == kReport ? report_text_ : config_text_;
   auto block = std::make_shared<Block>(text.size());
   std::memcpy(block->data.get(), text.data(), text.size());
   return block;

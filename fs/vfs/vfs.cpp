@@ -42,7 +42,7 @@ Vfs::Vfs(std::shared_ptr<const format::Manifest> manifest, PayloadSource* source
             w.EndObject();
             return w.str() + "\n";
           },
-          options_.config_text) {
+          options_.config_text, options_.report_text) {
   subdirs_.assign(manifest_->node_count(), 0);
   for (uint32_t i = 1; i < manifest_->node_count(); ++i) {
     if (manifest_->IsDirectory(i)) ++subdirs_[manifest_->node(i).parent];
@@ -106,7 +106,10 @@ Result<Attr> Vfs::Lookup(uint64_t parent, std::string_view name) {
 
 Result<Attr> Vfs::GetAttr(uint64_t ino) {
   Stats::Add(stats_->getattrs, 1);
-  if (control_.Owns(ino)) return ControlAttr(control_.IndexOf(ino), false);
+  if (control_.Owns(ino)) {
+    if (!control_.Present(control_.IndexOf(ino))) return NoEntry(ino);
+    return ControlAttr(control_.IndexOf(ino), false);
+  }
   if (!IsNode(ino)) return NoEntry(ino);
   return NodeAttr(NodeOfInode(ino));
 }
@@ -130,8 +133,12 @@ Status Vfs::CheckDir(uint64_t ino) const {
 }
 
 Status Vfs::ReadControlDir(uint64_t offset, const DirEmit& emit) {
-  static constexpr ControlFiles::Index kOrder[] = {ControlFiles::kConfig, ControlFiles::kStats};
-  for (uint64_t i = offset; i < 4; ++i) {
+  std::vector<ControlFiles::Index> files;  // by name
+  for (ControlFiles::Index f :
+       {ControlFiles::kConfig, ControlFiles::kReport, ControlFiles::kStats}) {
+    if (control_.Present(f)) files.push_back(f);
+  }
+  for (uint64_t i = offset; i < 2 + files.size(); ++i) {
     Attr a;
     std::string_view name;
     if (i == 0) {
@@ -141,8 +148,8 @@ Status Vfs::ReadControlDir(uint64_t offset, const DirEmit& emit) {
       a = NodeAttr(0);
       name = "..";
     } else {
-      a = ControlAttr(kOrder[i - 2], false);
-      name = ControlFiles::Name(kOrder[i - 2]);
+      a = ControlAttr(files[i - 2], false);
+      name = ControlFiles::Name(files[i - 2]);
     }
     if (!emit(name, a, i + 1)) break;
   }
@@ -184,6 +191,7 @@ Result<OpenReply> Vfs::Open(uint64_t ino, int flags) {
   if ((flags & O_ACCMODE) != O_RDONLY) return Status::IOError("read-only", EROFS);
   if (control_.Owns(ino)) {
     if (control_.IndexOf(ino) == ControlFiles::kDir) return Status::IOError("dir", EISDIR);
+    if (!control_.Present(control_.IndexOf(ino))) return NoEntry(ino);
     OpenReply reply;
     reply.direct_io = true;
     reply.keep_cache = false;
@@ -217,6 +225,7 @@ Result<ReadData> Vfs::Read(uint64_t ino, uint64_t offset, size_t size) {
   if (control_.Owns(ino)) {
     const ControlFiles::Index i = control_.IndexOf(ino);
     if (i == ControlFiles::kDir) return Status::IOError("is a directory", EISDIR);
+    if (!control_.Present(i)) return NoEntry(ino);
     int64_t mtime;
     BlockRef content = control_.Current(i, &mtime);
     ReadData out;

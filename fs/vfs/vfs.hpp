@@ -58,6 +58,9 @@ using DirEmit = std::function<bool(std::string_view name, const Attr& attr, uint
 struct VfsOptions {
   uint32_t uid = 0, gid = 0;  // owner reported for every inode
   std::string config_text;    // content of /.clairfs/config
+  // Content of /.clairfs/report (docs/report.md: "clairfs-report 1\nsocket @NAME\n");
+  // empty: there is no such file.
+  std::string report_text;
   // Decline the first OPEN with ENOSYS (config no_open): the kernel then opens
   // dataset files by itself with keep_cache, so a warm open/read/close costs
   // no daemon round trip.

@@ -55,13 +55,15 @@ std::string Str(const std::vector<char>& v) { return std::string(v.begin(), v.en
 
 // A Vfs over an in-memory dataset.
 struct Fixture : MemoryDataset {
-  explicit Fixture(uint64_t cache_bytes = 1 << 20, ft::DatasetSpec spec = TrickySpec())
+  explicit Fixture(uint64_t cache_bytes = 1 << 20, ft::DatasetSpec spec = TrickySpec(),
+                   std::string report_text = {})
       : MemoryDataset(spec) {
     cache = std::make_unique<RamCache>(cache_bytes, std::make_unique<LruPolicy>());
     VfsOptions o;
     o.decline_open = false;
     o.uid = 1234;
     o.config_text = "ram_cache: 1\n";
+    o.report_text = std::move(report_text);
     vfs = std::make_unique<Vfs>(manifest, source.get(), cache.get(), &stats, o);
   }
   uint64_t Ino(const std::string& path) {
@@ -295,6 +297,49 @@ TEST_CASE("control files are reachable by path and readable", "[vfs]") {
                         })
               .ok());
   CHECK_FALSE(listed);
+}
+
+std::vector<std::string> ControlListing(Vfs& vfs, uint64_t dir) {
+  std::vector<std::string> names;
+  REQUIRE(vfs.ReadDir(dir, 0,
+                      [&](std::string_view n, const Attr&, uint64_t) {
+                        names.emplace_back(n);
+                        return true;
+                      })
+              .ok());
+  return names;
+}
+
+TEST_CASE("the report control file is there with its text, absent without", "[vfs]") {
+  const std::string text = "clairfs-report 1\nsocket @clairfs-report.12.0123456789abcdef\n";
+  Fixture f(1 << 20, TrickySpec(), text);
+  auto dir = f.vfs->Lookup(1, ".clairfs");
+  REQUIRE(dir.ok());
+  auto report = f.vfs->Lookup(dir->ino, "report");
+  REQUIRE(report.ok());
+  CHECK(report->size == text.size());
+  CHECK_FALSE(report->cacheable);
+  CHECK(f.vfs->Open(report->ino, O_RDONLY).ok());
+  CHECK(Bytes(*f.vfs->Read(report->ino, 0, 4096)) == text);
+  CHECK(Bytes(*f.vfs->Read(report->ino, 17, 4096)) == text.substr(17));
+  CHECK(f.vfs->GetAttr(report->ino)->size == text.size());
+  CHECK(ControlListing(*f.vfs, dir->ino) ==
+        std::vector<std::string>{".", "..", "config", "report", "stats.json"});
+  // The other control files are unchanged by it.
+  auto config = f.vfs->Lookup(dir->ino, "config");
+  REQUIRE(config.ok());
+  CHECK(Bytes(*f.vfs->Read(config->ino, 0, 100)) == "ram_cache: 1\n");
+
+  Fixture none;  // no report text: no file
+  auto dir2 = none.vfs->Lookup(1, ".clairfs");
+  REQUIRE(dir2.ok());
+  CHECK(none.vfs->Lookup(dir2->ino, "report").status().err() == ENOENT);
+  CHECK(ControlListing(*none.vfs, dir2->ino) ==
+        std::vector<std::string>{".", "..", "config", "stats.json"});
+  // Its inode, guessed, is no file either.
+  CHECK(none.vfs->GetAttr(report->ino).status().err() == ENOENT);
+  CHECK(none.vfs->Read(report->ino, 0, 10).status().err() == ENOENT);
+  CHECK(none.vfs->Open(report->ino, O_RDONLY).status().err() == ENOENT);
 }
 
 TEST_CASE("the posix pack store opens packs lazily and names a missing one", "[vfs]") {

@@ -1,7 +1,8 @@
 // fuzz_seeds CORPUS DATASET...: writes the fuzz targets' seed corpus into
 // CORPUS/<target>/ from packed datasets (clairfs-partition outputs): their
 // manifests, a few payloads of each codec as fuzz::PayloadInput cases, request
-// and reply batches and manifest envelopes, and a few configs. Run by
+// and reply batches and manifest envelopes, a few configs, and order reporters'
+// connections (report_fuzz: a chunking byte, then the stream). Run by
 // tests/fuzz/make_corpus.sh.
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include "partitioner/format/file_io.hpp"
 #include "partitioner/format/manifest.hpp"
 #include "tests/fuzz/fuzz_inputs.hpp"
+#include "tests/fuzz/report_seeds.hpp"
 
 namespace {
 
@@ -151,5 +153,6 @@ int main(int argc, char** argv) {
   }
   ProtocolSeeds(corpus, first_manifest);
   ConfigSeeds(corpus);
+  for (const auto& [name, bytes] : fuzz::ReportSeeds()) Write(corpus / "report" / name, bytes);
   return 0;
 }

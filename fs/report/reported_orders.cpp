@@ -1,0 +1,415 @@
+#include "fs/report/reported_orders.hpp"
+
+#include <utility>
+
+namespace clairfs::fs {
+namespace {
+
+// What a hash or tree map spends on an entry beyond its value: node, links,
+// bucket slot.
+constexpr uint64_t kEntryCost = 64;
+
+uint64_t VectorBytes(const std::vector<uint32_t>& v) { return uint64_t{v.capacity()} * 4; }
+
+// The capacity after appending `n` to `v` when it reserves as below.
+size_t GrownCapacity(const std::vector<uint32_t>& v, size_t n) {
+  return v.size() + n <= v.capacity() ? v.capacity() : std::max(v.capacity() * 2, v.size() + n);
+}
+
+}  // namespace
+
+ReportedOrders::ReportedOrders(std::shared_ptr<const format::Manifest> manifest,
+                               ReportLimits limits)
+    : manifest_(std::move(manifest)), limits_(limits) {}
+
+ReportedOrders::~ReportedOrders() = default;
+
+std::unique_ptr<ReportedOrders::Connection> ReportedOrders::Connect() {
+  {
+    MutexLock lock(&mu_);
+    ++accepted_;
+    ++open_;
+  }
+  return std::unique_ptr<Connection>(new Connection(this));
+}
+
+void ReportedOrders::CountRefused() {
+  MutexLock lock(&mu_);
+  ++refused_;
+}
+
+uint64_t ReportedOrders::SegmentBytes(const StoredSegment& s) {
+  return sizeof(StoredSegment) + VectorBytes(s.indices);
+}
+
+Status ReportedOrders::Charge(uint64_t bytes) {
+  if (bytes > limits_.memory_bytes || memory_ > limits_.memory_bytes - bytes) {
+    ++memory_refusals_;
+    return Status::NoSpace("report memory full: " + std::to_string(memory_) + " of " +
+                           std::to_string(limits_.memory_bytes) + " bytes held, " +
+                           std::to_string(bytes) + " more refused");
+  }
+  memory_ += bytes;
+  return Status::Ok();
+}
+
+Status ReportedOrders::Reserve(uint64_t bytes) {
+  MutexLock lock(&mu_);
+  return Charge(bytes);
+}
+
+void ReportedOrders::Release(uint64_t bytes) {
+  MutexLock lock(&mu_);
+  memory_ -= std::min(bytes, memory_);
+}
+
+void ReportedOrders::CountFed(size_t bytes, uint64_t frames) {
+  MutexLock lock(&mu_);
+  bytes_ += bytes;
+  frames_ += frames;
+}
+
+bool ReportedOrders::CountClosed(const Status& why) {
+  MutexLock lock(&mu_);
+  --open_;
+  if (why.ok()) return false;
+  ++closed_bad_;
+  if (failed_) return false;
+  failed_ = true;
+  first_error_ = why.ToString();
+  return true;
+}
+
+uint32_t ReportedOrders::ResolvePath(std::string_view path) const {
+  // Relative, with no empty, "." or ".." component: anything else is not a
+  // name the manifest could hold, and is never looked up elsewhere.
+  if (path.empty() || path.front() == '/') return kNone;
+  for (size_t pos = 0; pos <= path.size();) {
+    size_t slash = path.find('/', pos);
+    if (slash == std::string_view::npos) slash = path.size();
+    const std::string_view part = path.substr(pos, slash - pos);
+    if (part.empty() || part == "." || part == "..") return kNone;
+    pos = slash + 1;
+  }
+  auto node = manifest_->Resolve(path);
+  if (!node.ok() || manifest_->IsDirectory(*node)) return kNone;
+  return *node;
+}
+
+uint64_t ReportedOrders::Canonical(uint64_t table) const {
+  // AddAlias never closes a cycle; the bound is a guard only.
+  for (int i = 0; i < 64; ++i) {
+    auto it = aliases_.find(table);
+    if (it == aliases_.end()) break;
+    table = it->second;
+  }
+  return table;
+}
+
+Status ReportedOrders::AddHello(const ReporterInfo& info) {
+  MutexLock lock(&mu_);
+  auto it = processes_.find(static_cast<uint64_t>(info.pid));
+  const uint64_t strings = info.role.size() + info.framework.size();
+  if (it == processes_.end()) {
+    CLAIRFS_RETURN_IF_ERROR(Charge(kEntryCost + sizeof(Process) + strings));
+    processes_[static_cast<uint64_t>(info.pid)].info = info;
+    return Status::Ok();
+  }
+  const uint64_t old = it->second.info.role.size() + it->second.info.framework.size();
+  if (strings > old) CLAIRFS_RETURN_IF_ERROR(Charge(strings - old));
+  memory_ -= std::min(memory_, old > strings ? old - strings : 0);
+  it->second.info = info;
+  return Status::Ok();
+}
+
+Status ReportedOrders::AddTablePaths(const ReportTablePaths& m) {
+  std::vector<uint32_t> nodes;
+  nodes.reserve(m.paths.size());
+  uint64_t unresolved = 0;
+  for (std::string_view path : m.paths) {
+    nodes.push_back(ResolvePath(path));
+    unresolved += nodes.back() == kNone;
+  }
+  MutexLock lock(&mu_);
+  const uint64_t key = Canonical(m.table);
+  auto it = tables_.find(key);
+  const size_t have = it == tables_.end() ? 0 : it->second.entries.size();
+  if (m.first != have) {
+    return Status::Corruption("TABLE_PATHS of table " + std::to_string(m.table) + ": first " +
+                              std::to_string(m.first) + " does not follow on (the table has " +
+                              std::to_string(have) + " entries)");
+  }
+  if (it == tables_.end()) {
+    CLAIRFS_RETURN_IF_ERROR(Charge(kEntryCost + sizeof(Table) + uint64_t{nodes.size()} * 4));
+    tables_[key].entries = std::move(nodes);
+  } else {
+    std::vector<uint32_t>& entries = it->second.entries;
+    const size_t capacity = GrownCapacity(entries, nodes.size());
+    CLAIRFS_RETURN_IF_ERROR(Charge(uint64_t{capacity - entries.capacity()} * 4));
+    entries.reserve(capacity);
+    entries.insert(entries.end(), nodes.begin(), nodes.end());
+  }
+  unresolved_paths_ += unresolved;
+  return Status::Ok();
+}
+
+Status ReportedOrders::AddTableFiles(const ReportTableFiles& m) {
+  std::vector<std::pair<uint32_t, std::vector<uint32_t>>> records;
+  records.reserve(m.records.size());
+  uint64_t unresolved = 0, cost = 0;
+  for (const ReportFileRecord& r : m.records) {
+    std::vector<uint32_t> files;
+    files.reserve(r.paths.size());
+    for (std::string_view path : r.paths) {
+      const uint32_t node = ResolvePath(path);
+      if (node == kNone) {
+        ++unresolved;
+      } else {
+        files.push_back(node);
+      }
+    }
+    files.shrink_to_fit();
+    cost += files.empty() ? 0 : kEntryCost + VectorBytes(files);
+    records.emplace_back(r.index, std::move(files));
+  }
+  MutexLock lock(&mu_);
+  const uint64_t key = Canonical(m.table);
+  auto it = tables_.find(key);
+  // Charged before what it replaces is released: a frame near the limit may
+  // be refused that would just have fit.
+  CLAIRFS_RETURN_IF_ERROR(
+      Charge(cost + (it == tables_.end() ? kEntryCost + sizeof(Table) : uint64_t{0})));
+  if (it == tables_.end()) it = tables_.emplace(key, Table()).first;
+  uint64_t freed = 0;
+  for (auto& [index, files] : records) {
+    auto old = it->second.learned.find(index);
+    if (old != it->second.learned.end()) {
+      freed += kEntryCost + VectorBytes(old->second);
+      it->second.learned.erase(old);
+    }
+    if (!files.empty()) it->second.learned.emplace(index, std::move(files));
+  }
+  memory_ -= std::min(memory_, freed);
+  unresolved_paths_ += unresolved;
+  return Status::Ok();
+}
+
+Status ReportedOrders::AddAlias(const ReportAlias& m) {
+  MutexLock lock(&mu_);
+  const uint64_t target = Canonical(m.table);
+  if (target == m.alias) return Status::Ok();  // names itself, or would close a cycle
+  auto existing = aliases_.find(m.alias);
+  if (existing == aliases_.end()) {
+    CLAIRFS_RETURN_IF_ERROR(Charge(kEntryCost));
+    aliases_.emplace(m.alias, target);
+  } else {
+    existing->second = target;
+  }
+  // What was filed under the alias before the alias was known moves to its
+  // table (worker and main processes report on different connections).
+  auto from = tables_.find(m.alias);
+  if (from == tables_.end()) return Status::Ok();
+  Table moved = std::move(from->second);
+  tables_.erase(from);
+  uint64_t freed = kEntryCost + sizeof(Table);
+  auto [to, created] = tables_.try_emplace(target);
+  if (created) {  // the table's entry moves with it
+    to->second = std::move(moved);
+    return Status::Ok();
+  }
+  if (to->second.entries.empty()) {
+    std::swap(to->second.entries, moved.entries);
+  } else {
+    freed += VectorBytes(moved.entries);
+  }
+  for (auto& [index, files] : moved.learned) {
+    auto old = to->second.learned.find(index);
+    if (old != to->second.learned.end()) {
+      freed += kEntryCost + VectorBytes(old->second);
+      old->second = std::move(files);
+    } else {
+      to->second.learned.emplace(index, std::move(files));
+    }
+  }
+  memory_ -= std::min(memory_, freed);
+  return Status::Ok();
+}
+
+void ReportedOrders::AddSegment(uint64_t pid, StoredSegment segment) {
+  std::function<void()> listener;
+  {
+    MutexLock lock(&mu_);
+    memory_ -= std::min(memory_, kEntryCost);  // no longer an entry of a connection's map
+    Process& p = processes_[pid];              // made by the connection's HELLO
+    if (p.completed++ == 0) process_order_.push_back(pid);
+    ++segments_;
+    p.kept.push_back(std::move(segment));
+    while (p.kept.size() > limits_.kept_segments) {
+      memory_ -= std::min(memory_, SegmentBytes(p.kept.front()));
+      p.kept.pop_front();
+    }
+    listener = listener_;
+  }
+  if (listener) listener();
+}
+
+void ReportedOrders::SetListener(std::function<void()> f) {
+  MutexLock lock(&mu_);
+  listener_ = std::move(f);
+}
+
+std::vector<uint64_t> ReportedOrders::Processes() const {
+  MutexLock lock(&mu_);
+  return process_order_;
+}
+
+std::optional<ReporterInfo> ReportedOrders::Info(uint64_t pid) const {
+  MutexLock lock(&mu_);
+  auto it = processes_.find(pid);
+  if (it == processes_.end()) return std::nullopt;
+  return it->second.info;
+}
+
+uint64_t ReportedOrders::SegmentCount(uint64_t pid) const {
+  MutexLock lock(&mu_);
+  auto it = processes_.find(pid);
+  return it == processes_.end() ? 0 : it->second.completed;
+}
+
+Result<ReportedSegment> ReportedOrders::Segment(uint64_t pid, uint64_t seq) const {
+  MutexLock lock(&mu_);
+  auto it = processes_.find(pid);
+  const uint64_t completed = it == processes_.end() ? 0 : it->second.completed;
+  const std::string name = "segment " + std::to_string(seq) + " of process " + std::to_string(pid);
+  if (seq >= completed) {
+    return Status::Unavailable(name + ": not reported yet (" + std::to_string(completed) +
+                               " so far)");
+  }
+  const Process& p = it->second;
+  const uint64_t dropped = completed - p.kept.size();
+  if (seq < dropped) {
+    return Status::NotFound(name + ": dropped (only the latest " +
+                            std::to_string(limits_.kept_segments) + " are kept)");
+  }
+  const StoredSegment& s = p.kept[seq - dropped];
+  ReportedSegment out;
+  out.stream = s.stream;
+  out.epoch = s.epoch;
+  out.files.reserve(s.indices.size());
+  auto table = tables_.find(Canonical(s.table));
+  for (uint32_t index : s.indices) {
+    if (table != tables_.end()) {
+      auto learned = table->second.learned.find(index);
+      if (learned != table->second.learned.end()) {
+        out.files.insert(out.files.end(), learned->second.begin(), learned->second.end());
+        continue;
+      }
+      const std::vector<uint32_t>& entries = table->second.entries;
+      if (index < entries.size() && entries[index] != kNone) {
+        out.files.push_back(entries[index]);
+        continue;
+      }
+    }
+    ++out.unresolved;
+  }
+  return out;
+}
+
+uint64_t ReportedOrders::memory_bytes() const {
+  MutexLock lock(&mu_);
+  return memory_;
+}
+
+void ReportedOrders::WriteStats(JsonWriter& w) const {
+  MutexLock lock(&mu_);
+  w.Integer("connections_accepted", accepted_)
+      .Integer("connections_refused", refused_)
+      .Integer("connections_open", open_)
+      .Integer("connections_closed_bad", closed_bad_)
+      .Integer("frames", frames_)
+      .Integer("bytes", bytes_)
+      .Integer("processes", process_order_.size())
+      .Integer("segments", segments_)
+      .Integer("unresolved_paths", unresolved_paths_)
+      .Integer("memory_bytes", memory_)
+      .Integer("memory_limit", limits_.memory_bytes)
+      .Integer("memory_refusals", memory_refusals_)
+      .String("first_error", first_error_);
+}
+
+// --- Connection ---
+
+ReportedOrders::Connection::Connection(ReportedOrders* orders)
+    : orders_(orders), decoder_(orders->limits_.max_frame) {}
+
+ReportedOrders::Connection::~Connection() {
+  if (!closed_) Close(Status::Ok());
+  orders_->Release(partial_bytes_);
+}
+
+Status ReportedOrders::Connection::Feed(const char* data, size_t size) {
+  const uint64_t before = decoder_.frames();
+  Status st = decoder_.Feed(data, size, this);
+  orders_->CountFed(size, decoder_.frames() - before);
+  return st;
+}
+
+bool ReportedOrders::Connection::Close(const Status& why) {
+  if (closed_) return false;
+  closed_ = true;
+  return orders_->CountClosed(why);
+}
+
+Status ReportedOrders::Connection::OnHello(const ReportHello& m) {
+  if (m.role != "main" || m.pid < 0) return Status::Ok();  // a worker: tables and files only
+  main_ = true;
+  pid_ = static_cast<uint64_t>(m.pid);
+  return orders_->AddHello(
+      ReporterInfo{m.role, m.pid, m.rank, m.world_size, m.local_rank, m.local_size, m.framework});
+}
+
+Status ReportedOrders::Connection::OnTablePaths(const ReportTablePaths& m) {
+  return orders_->AddTablePaths(m);
+}
+
+Status ReportedOrders::Connection::OnTableFiles(const ReportTableFiles& m) {
+  return orders_->AddTableFiles(m);
+}
+
+Status ReportedOrders::Connection::OnAlias(const ReportAlias& m) { return orders_->AddAlias(m); }
+
+Status ReportedOrders::Connection::OnOrder(const ReportOrder& m) {
+  if (!main_)
+    return Status::Corruption("ORDER from a process whose HELLO is not role=main with a pid");
+  auto it = partial_.find(m.stream);
+  if (it != partial_.end() && (it->second.table != m.table || it->second.epoch != m.epoch)) {
+    // A loader that started over before it finished: its partial segment goes.
+    const uint64_t bytes = kEntryCost + SegmentBytes(it->second);
+    orders_->Release(bytes);
+    partial_bytes_ -= bytes;
+    partial_.erase(it);
+    it = partial_.end();
+  }
+  if (it == partial_.end()) {
+    CLAIRFS_RETURN_IF_ERROR(orders_->Reserve(kEntryCost + sizeof(StoredSegment)));
+    partial_bytes_ += kEntryCost + sizeof(StoredSegment);
+    it = partial_.emplace(m.stream, StoredSegment{m.table, m.stream, m.epoch, {}}).first;
+  }
+  std::vector<uint32_t>& indices = it->second.indices;
+  const size_t capacity = GrownCapacity(indices, m.indices.size());
+  if (capacity > indices.capacity()) {
+    const uint64_t more = uint64_t{capacity - indices.capacity()} * 4;
+    CLAIRFS_RETURN_IF_ERROR(orders_->Reserve(more));
+    partial_bytes_ += more;
+    indices.reserve(capacity);
+  }
+  for (size_t i = 0; i < m.indices.size(); ++i) indices.push_back(m.indices[i]);
+  if (!m.last) return Status::Ok();
+  StoredSegment done = std::move(it->second);
+  partial_.erase(it);
+  partial_bytes_ -= kEntryCost + SegmentBytes(done);
+  orders_->AddSegment(pid_, std::move(done));
+  return Status::Ok();
+}
+
+}  // namespace clairfs::fs
