@@ -18,6 +18,7 @@
 #include "fs/cache/cache_policy.hpp"
 #include "fs/cache/ram_cache.hpp"
 #include "fs/clairfsd/prefetch_setup.hpp"
+#include "fs/clairfsd/report_setup.hpp"
 #include "fs/config/config_loader.hpp"
 #include "fs/dist/cluster.hpp"
 #include "fs/dist/path_template.hpp"
@@ -25,6 +26,8 @@
 #include "fs/engine/prefetch_engine.hpp"
 #include "fs/fuse/fuse_adapter.hpp"
 #include "fs/fuse/mount_tuning.hpp"
+#include "fs/report/report_server.hpp"
+#include "fs/report/reported_orders.hpp"
 #include "fs/stats/stats.hpp"
 #include "fs/store/pack_readahead.hpp"
 #include "fs/store/payload_source.hpp"
@@ -138,15 +141,18 @@ int main(int argc, char** argv) {
   }
   clairfs::SetLogLevel(config.log_level);
   const bool prefetch = config.prefetch_sampler != "none";
-  if (prefetch && config.vfs.decline_open) {
+  // Orders reported by the job need the engine as much as configured ones.
+  const bool engine_wanted = prefetch || config.report;
+  if (engine_wanted && config.vfs.decline_open) {
     // The prefetcher tracks the ranks from their opens: until an OpenWatcher
     // reports them (prefetch_opens: inotify), every OPEN must reach the daemon.
     config.vfs.decline_open = false;
-    clairfs::Log(clairfs::LogLevel::kInfo,
-                 "prefetch_sampler " + config.prefetch_sampler +
-                     (config.prefetch_opens == "inotify"
-                          ? ": opens reach the daemon until the inotify watches are in place"
-                          : ": no_open forced to false so that opens reach the daemon"));
+    clairfs::Log(
+        clairfs::LogLevel::kInfo,
+        (prefetch ? "prefetch_sampler " + config.prefetch_sampler : std::string("report")) +
+            (config.prefetch_opens == "inotify"
+                 ? ": opens reach the daemon until the inotify watches are in place"
+                 : ": no_open forced to false so that opens reach the daemon"));
   }
   const std::string effective = fs::DescribeConfig(config);
   LogLines("config: ", effective);
@@ -243,6 +249,8 @@ int main(int argc, char** argv) {
                  "prefetch: the settings do not fit the dataset, so nothing is "
                  "predicted and every file is read on demand: " +
                      prefetch_error.ToString());
+  }
+  if (!prefetch_error.ok() && !config.report) {
     options.stats_sections.emplace_back(
         "prefetch", [reason = prefetch_error.ToString()](clairfs::JsonWriter& w) {
           w.Bool("enabled", false).String("reason", reason);
@@ -272,6 +280,42 @@ int main(int argc, char** argv) {
     engine = std::make_unique<fs::PrefetchEngine>(std::move(planner), std::move(job->in_dataset),
                                                   manifest, &source, &cache, &stats, &pusher, eo);
     order = job->order;
+  }
+  // The job's own report of its orders (docs/report.md): a channel the
+  // daemon owns, named in MOUNT/.clairfs/report.
+  fs::ReportLimits report_limits;
+  fs::ReportedOrders report_orders(manifest, report_limits);
+  fs::ReportServer report_server(&report_orders, report_limits);
+  std::unique_ptr<fs::ReportedPrefetch> reported;
+  if (config.report) {
+    if (!engine) {
+      // Reactive until the first report: the planner only keeps the budget.
+      engine = std::make_unique<fs::PrefetchEngine>(
+          fs::ReportedPrefetch::Reactive(*manifest, config.ram_cache),
+          fs::ReportedPrefetch::AllFiles(*manifest), manifest, &source, &cache, &stats, &pusher,
+          [&] {
+            fs::PrefetchEngineOptions eo = config.prefetch_engine;
+            eo.sampler = "none";
+            if (!prefetch_error.ok()) eo.reason = prefetch_error.ToString();
+            return eo;
+          }());
+    }
+    reported = std::make_unique<fs::ReportedPrefetch>(&report_orders, engine.get(), manifest,
+                                                      config.ram_cache);
+    report_orders.SetListener([r = reported.get()] { r->OnSegment(); });
+    // Listening now names the channel for the control file; the thread that
+    // serves it starts with the mount.
+    clairfs::Status listening = report_server.Listen();
+    if (listening.ok()) {
+      options.report_text = "clairfs-report 1\nsocket " + report_server.name() + "\n";
+    } else {
+      clairfs::Log(clairfs::LogLevel::kWarn,
+                   "report: no channel for the job's orders: " + listening.ToString());
+    }
+    options.stats_sections.emplace_back(
+        "report", [&report_orders](clairfs::JsonWriter& w) { report_orders.WriteStats(w); });
+  }
+  if (engine) {
     options.stats_sections.emplace_back(
         "prefetch", [e = engine.get()](clairfs::JsonWriter& w) { e->WriteStats(w); });
     options.stats_sections.emplace_back("open_watcher", [&live_watcher](clairfs::JsonWriter& w) {
@@ -295,6 +339,7 @@ int main(int argc, char** argv) {
   auto start = [&]() -> clairfs::Status {
     CLAIRFS_RETURN_IF_ERROR(cluster.Serve());
     if (engine) engine->Start();
+    if (!report_server.name().empty()) CLAIRFS_RETURN_IF_ERROR(report_server.Start());
     return clairfs::Status::Ok();
   };
 
@@ -325,6 +370,7 @@ int main(int argc, char** argv) {
   // hands the RAM cache back (it is the cache's owner until its destructor).
   live_watcher.store(nullptr);
   watcher.reset();
+  report_server.Stop();
   engine.reset();
   if (!st.ok()) clairfs::Log(clairfs::LogLevel::kError, st.ToString());
   // Unmounted: wait for the other ranks, which may still read from this one.

@@ -299,6 +299,9 @@ const std::vector<Setting>& Table() {
           "prefetch_opens", [](Config & c) -> auto& { return c.prefetch_opens; },
           {"inotify", "fuse"},
           "how opens reach the prefetcher: inotify (no round trip) or fuse (OPEN requests)"),
+      Flag(
+          "report", [](Config & c) -> auto& { return c.report; },
+          "take the orders the job's processes report (docs/report.md)"),
       {"log_level", "error, warn, info or debug",
        [](Config* c, std::string_view v) { return ParseLogLevel(v, &c->log_level); },
        [](const Config& c) { return std::string(LogLevelName(c.log_level)); }},

@@ -73,6 +73,9 @@ struct Config {
   std::vector<std::pair<std::string, std::string>> prefetch_settings;
   PrefetchEngineOptions prefetch_engine;   // prefetch_threads, prefetch_wait_ms
   std::string prefetch_opens = "inotify";  // how the prefetcher sees opens: inotify or fuse
+  // The job's Python processes may report their loaders' orders to this
+  // daemon (docs/report.md); reported orders take over from the settings.
+  bool report = true;
 
   // --- logging ---
   LogLevel log_level = LogLevel::kInfo;  // error, warn, info or debug

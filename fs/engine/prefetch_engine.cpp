@@ -21,14 +21,52 @@ PrefetchEngine::PrefetchEngine(std::unique_ptr<pf::Planner> planner,
                                std::shared_ptr<const format::Manifest> manifest,
                                PayloadSource* source, RamCache* cache, Stats* stats,
                                PageCachePusher* pusher, PrefetchEngineOptions options)
-    : planner_(std::move(planner)),
-      in_dataset_(std::move(in_dataset)),
+    : in_dataset_(std::move(in_dataset)),
       manifest_(manifest),
       reader_(std::move(manifest), source, cache, stats),
       cache_(cache),
       pusher_(pusher),
       options_(std::move(options)) {
+  {
+    MutexLock lock(&planner_mu_);
+    planner_ = std::move(planner);
+    sampler_ = options_.sampler;
+  }
   cache_->SetOwner(this);
+}
+
+std::shared_ptr<pf::Planner> PrefetchEngine::planner() const {
+  MutexLock lock(&planner_mu_);
+  return planner_;
+}
+
+void PrefetchEngine::Replace(std::unique_ptr<pf::Planner> planner, std::string sampler) {
+  {
+    MutexLock lock(&planner_mu_);
+    const pf::PlannerStats old = planner_->Stats();
+    retired_.opens += old.opens;
+    retired_.predicted_opens += old.predicted_opens;
+    retired_.ready_opens += old.ready_opens;
+    retired_.stalled_opens += old.stalled_opens;
+    retired_.stall_ns += old.stall_ns;
+    retired_.max_stall_ns = std::max(retired_.max_stall_ns, old.max_stall_ns);
+    retired_.deviations += old.deviations;
+    retired_.repeat_opens += old.repeat_opens;
+    retired_.unreported_opens += old.unreported_opens;
+    retired_.admissions += old.admissions;
+    retired_.evictions += old.evictions;
+    planner_ = std::move(planner);
+    sampler_ = std::move(sampler);
+    ++replacements_;
+  }
+  // Every kept byte was the old planner's: drop them all (the cache tells
+  // the new planner of each, which holds none of them).
+  cache_->SetOwner(this);
+  {
+    MutexLock lock(&mu_);
+    pushed_.clear();
+  }
+  work_cv_.NotifyAll();
 }
 
 PrefetchEngine::~PrefetchEngine() {
@@ -56,15 +94,16 @@ void PrefetchEngine::OnOpen(uint32_t node) { Observe(node, /*answering=*/true); 
 void PrefetchEngine::OnOpenEvent(uint32_t node) { Observe(node, /*answering=*/false); }
 
 bool PrefetchEngine::Keep(uint32_t node, std::vector<uint32_t>* drop) {
+  const std::shared_ptr<pf::Planner> planner = this->planner();
   // Counted already: fetched, being fetched, or kept after an earlier block.
-  if (planner_->Holds(node)) return true;
+  if (planner->Holds(node)) return true;
   const uint64_t size = manifest_->node(node).size;
-  pf::Admission a = planner_->Admit(node, size);
+  pf::Admission a = planner->Admit(node, size);
   bool kept = a.admitted;
   if (kept) {
     // The bytes are kept as soon as the cache inserts them, so the file is
     // resident at once; a file larger than reserved cannot happen here.
-    std::vector<pf::FileId> more = planner_->OnFetched(node, size);
+    std::vector<pf::FileId> more = planner->OnFetched(node, size);
     kept = std::find(more.begin(), more.end(), node) == more.end();
     a.evict.insert(a.evict.end(), more.begin(), more.end());
   }
@@ -77,7 +116,7 @@ bool PrefetchEngine::Keep(uint32_t node, std::vector<uint32_t>* drop) {
 }
 
 void PrefetchEngine::Dropped(uint32_t node) {
-  planner_->OnEvicted(node);
+  planner()->OnEvicted(node);
   MutexLock lock(&mu_);
   pushed_.erase(node);
 }
@@ -89,7 +128,8 @@ bool PrefetchEngine::Pushed(pf::FileId file) const {
 
 void PrefetchEngine::Observe(uint32_t node, bool answering) {
   if (node >= in_dataset_.size() || in_dataset_[node] == 0) return;
-  const pf::OpenResult r = planner_->OnOpen(node);
+  const std::shared_ptr<pf::Planner> planner = this->planner();
+  const pf::OpenResult r = planner->OnOpen(node);
   // The ranks moved: a file may have become evictable for one that waits.
   if (wants_room_.load(std::memory_order_relaxed)) work_cv_.NotifyOne();
   if (r.ready) {
@@ -122,7 +162,7 @@ void PrefetchEngine::Observe(uint32_t node, bool answering) {
     if (!done) Stats::Add(counters_.wait_timeouts, 1);
   }
   // Not ready and not under way: the reads that follow load it on demand.
-  planner_->EndStall(r);
+  planner->EndStall(r);
 }
 
 void PrefetchEngine::OnListed(uint32_t first, uint32_t end) {
@@ -154,9 +194,10 @@ void PrefetchEngine::RetryListed() {
     listings_.erase(late, listings_.end());
   }
   bool refused = false;
+  const std::shared_ptr<pf::Planner> planner = this->planner();
   for (const Listing& l : due) {
     for (uint32_t f = l.first; f < l.end; ++f) {
-      if (f >= in_dataset_.size() || in_dataset_[f] == 0 || !planner_->Holds(f) || Pushed(f)) {
+      if (f >= in_dataset_.size() || in_dataset_[f] == 0 || !planner->Holds(f) || Pushed(f)) {
         continue;
       }
       if (PushKept(f)) {
@@ -178,11 +219,12 @@ void PrefetchEngine::RetryListed() {
 void PrefetchEngine::Run(std::stop_token stop) {
   while (!stop.stop_requested()) {
     RetryListed();
-    pf::FetchPlan plan = planner_->NextFetches(options_.fetches_per_plan);
-    Drop(plan.evict);
+    const std::shared_ptr<pf::Planner> planner = this->planner();
+    pf::FetchPlan plan = planner->NextFetches(options_.fetches_per_plan);
+    Drop(*planner, plan.evict);
     wants_room_.store(plan.fetch.empty() && plan.room_bound, std::memory_order_relaxed);
     if (plan.fetch.empty()) {
-      planner_->Maintain();
+      planner->Maintain();
       MutexLock lock(&mu_);
       if (!stop.stop_requested()) {
         work_cv_.WaitUntil(&lock, std::chrono::steady_clock::now() + options_.idle_poll);
@@ -195,17 +237,17 @@ void PrefetchEngine::Run(std::stop_token stop) {
     }
     for (size_t i = 0; i < plan.fetch.size(); ++i) {
       if (stop.stop_requested()) {
-        for (size_t j = i; j < plan.fetch.size(); ++j) planner_->OnFetchFailed(plan.fetch[j]);
+        for (size_t j = i; j < plan.fetch.size(); ++j) planner->OnFetchFailed(plan.fetch[j]);
         MutexLock lock(&mu_);
         for (size_t j = i; j < plan.fetch.size(); ++j) fetching_.erase(plan.fetch[j]);
         break;
       }
-      Fetch(plan.fetch[i]);
+      Fetch(*planner, plan.fetch[i]);
     }
   }
 }
 
-void PrefetchEngine::Fetch(pf::FileId file) {
+void PrefetchEngine::Fetch(pf::Planner& planner, pf::FileId file) {
   // The blocks land in the RAM cache as they load: the planner counts the
   // file (in flight), so the cache keeps them.
   auto data = reader_.Read(file, 0, SIZE_MAX);
@@ -215,11 +257,11 @@ void PrefetchEngine::Fetch(pf::FileId file) {
       // Loaded but not kept: the room was not free yet (an eviction decided
       // a moment earlier had not reached the cache). Not counted any more.
       Stats::Add(counters_.not_kept, 1);
-      cache_->EraseFile(file);
-      planner_->OnEvicted(file);
+      if (Current(planner)) cache_->EraseFile(file);
+      planner.OnEvicted(file);
     } else {
       Stats::Add(counters_.fetch_failures, 1);
-      planner_->OnFetchFailed(file);
+      planner.OnFetchFailed(file);
     }
     {
       MutexLock lock(&mu_);
@@ -257,11 +299,17 @@ void PrefetchEngine::Fetch(pf::FileId file) {
   Stats::Add(counters_.fetched, 1);
   Stats::Add(counters_.fetched_bytes, bytes);
   done_cv_.NotifyAll();
-  Drop(planner_->OnFetched(file, bytes));
+  Drop(planner, planner.OnFetched(file, bytes));
 }
 
-void PrefetchEngine::Drop(const std::vector<pf::FileId>& files) {
-  if (files.empty()) return;
+bool PrefetchEngine::Current(const pf::Planner& planner) const {
+  MutexLock lock(&planner_mu_);
+  return planner_.get() == &planner;
+}
+
+void PrefetchEngine::Drop(const pf::Planner& planner, const std::vector<pf::FileId>& files) {
+  // A replaced planner's evictions are not the cache's business any more.
+  if (files.empty() || !Current(planner)) return;
   {
     MutexLock lock(&mu_);
     for (pf::FileId f : files) pushed_.erase(f);

@@ -34,9 +34,16 @@
 // waits, the fetches and the pushes (PrefetchStats). A fetch is not a READ
 // request: the data path's Stats count the READs the kernel sends.
 //
+// The planner can be replaced while the engine runs (Replace: the job began
+// to report its orders, or reported a new process): the RAM cache is emptied
+// and the new planner starts from nothing; work a thread began under the old
+// one finishes without touching the cache on its behalf. The counters of
+// opens add up across planners.
+//
 // Thread-safety: thread-safe. Lock order: the cache's lock (Keep, Dropped),
 // then the planner's, then mu_. mu_ is never held across a planner call, a
-// cache call, a file read or a push.
+// cache call, a file read or a push. planner_mu_ is a leaf, held to copy the
+// planner's pointer.
 // The cache must outlive the engine; the engine is its owner from the
 // constructor to the destructor. Start once, Stop (or the destructor) joins
 // the threads.
@@ -89,7 +96,8 @@ struct PrefetchEngineOptions {
       2000};                    // longest wait of an open for its fetch (prefetch_wait_ms)
   size_t fetches_per_plan = 4;  // files one thread takes from NextFetches at a time
   std::chrono::milliseconds idle_poll{20};  // a thread with nothing to do sleeps this long at most
-  std::string sampler;                      // for stats.json only
+  std::string sampler;                      // where the order comes from, for stats.json
+  std::string reason;  // why the configured settings are not followed (stats.json), if so
   // Where time is read: how long an open waited, when a refused push is tried
   // again. Not owned; must outlive the engine.
   const clairfs::Clock* clock = &clairfs::SteadyClock::Instance();
@@ -108,6 +116,16 @@ class PrefetchEngine final : public OpenObserver, public FileOwner {
 
   void Start();
   void Stop();
+
+  // Hands the decisions to `planner` from now on; `sampler` names its order's
+  // source in stats.json. Empties the RAM cache (its files were the old
+  // planner's). Safe while running.
+  void Replace(std::unique_ptr<prefetch::Planner> planner, std::string sampler);
+  // Wakes the idle fetch threads: the planner may have work (an epoch's
+  // order just arrived).
+  void Wake() { work_cv_.NotifyAll(); }
+  // The planner deciding now (kept alive by the pointer while in use).
+  std::shared_ptr<prefetch::Planner> planner() const;
 
   void OnOpen(uint32_t node) override;
   // An open seen after the fact (OpenWatcher): as OnOpen, but the opener is
@@ -139,8 +157,10 @@ class PrefetchEngine final : public OpenObserver, public FileOwner {
 
   void Observe(uint32_t node, bool answering);
   void Run(std::stop_token stop);
-  void Fetch(prefetch::FileId file);
-  void Drop(const std::vector<prefetch::FileId>& files);
+  void Fetch(prefetch::Planner& planner, prefetch::FileId file);
+  // Drops `files` from the RAM cache if `planner` still decides.
+  void Drop(const prefetch::Planner& planner, const std::vector<prefetch::FileId>& files);
+  bool Current(const prefetch::Planner& planner) const;
   // Pushes the kept, unpushed files of listings that are due.
   void RetryListed();
   // Pushes `file`'s bytes if the cache holds all of them; true when the
@@ -154,7 +174,12 @@ class PrefetchEngine final : public OpenObserver, public FileOwner {
     int attempts_left;
   };
 
-  const std::unique_ptr<prefetch::Planner> planner_;
+  mutable Mutex planner_mu_;
+  std::shared_ptr<prefetch::Planner> planner_ CLAIRFS_GUARDED_BY(planner_mu_);
+  std::string sampler_ CLAIRFS_GUARDED_BY(planner_mu_);
+  // The open counts of the planners replaced so far, added to the current one's.
+  prefetch::PlannerStats retired_ CLAIRFS_GUARDED_BY(planner_mu_);
+  uint64_t replacements_ CLAIRFS_GUARDED_BY(planner_mu_) = 0;
   const std::vector<uint8_t> in_dataset_;
   const std::shared_ptr<const format::Manifest> manifest_;
   FileReader reader_;

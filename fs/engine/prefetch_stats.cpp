@@ -1,5 +1,7 @@
 // The prefetcher's counters: their snapshot, and the "prefetch" section of
 // stats.json written from it (documented in docs/fuse.md).
+#include <algorithm>
+
 #include "fs/engine/prefetch_engine.hpp"
 
 namespace clairfs::fs {
@@ -11,7 +13,26 @@ uint64_t Get(const std::atomic<uint64_t>& a) { return a.load(std::memory_order_r
 
 PrefetchStats PrefetchEngine::Snapshot() const {
   PrefetchStats s;
-  s.planner = planner_->Stats();
+  prefetch::PlannerStats retired;
+  std::shared_ptr<prefetch::Planner> planner;
+  {
+    MutexLock lock(&planner_mu_);
+    planner = planner_;
+    retired = retired_;
+  }
+  s.planner = planner->Stats();
+  prefetch::PlannerStats& p = s.planner;
+  p.opens += retired.opens;
+  p.predicted_opens += retired.predicted_opens;
+  p.ready_opens += retired.ready_opens;
+  p.stalled_opens += retired.stalled_opens;
+  p.stall_ns += retired.stall_ns;
+  p.max_stall_ns = std::max(p.max_stall_ns, retired.max_stall_ns);
+  p.deviations += retired.deviations;
+  p.repeat_opens += retired.repeat_opens;
+  p.unreported_opens += retired.unreported_opens;
+  p.admissions += retired.admissions;
+  p.evictions += retired.evictions;
   const Counters& c = counters_;
   s.ready_in_page_cache = Get(c.ready_in_page_cache);
   s.ready_in_ram = Get(c.ready_in_ram);
@@ -34,8 +55,19 @@ PrefetchStats PrefetchEngine::Snapshot() const {
 void PrefetchEngine::WriteStats(clairfs::JsonWriter& w) const {
   const PrefetchStats s = Snapshot();
   const prefetch::PlannerStats& p = s.planner;
-  w.String("sampler", options_.sampler).Bool("enabled", p.enabled).Bool("lost", p.lost);
-  const prefetch::PlannerConfig& job = planner_->config();
+  std::shared_ptr<prefetch::Planner> planner;
+  std::string sampler;
+  uint64_t replacements = 0;
+  {
+    MutexLock lock(&planner_mu_);
+    planner = planner_;
+    sampler = sampler_;
+    replacements = replacements_;
+  }
+  w.String("sampler", sampler).Bool("enabled", p.enabled).Bool("lost", p.lost);
+  if (!options_.reason.empty()) w.String("reason", options_.reason);
+  w.Integer("planners_replaced", replacements);
+  const prefetch::PlannerConfig& job = planner->config();
   w.BeginObject("job")
       .Integer("start_epoch", job.start_epoch)
       .Integer("end_epoch", job.end_epoch)
@@ -47,7 +79,7 @@ void PrefetchEngine::WriteStats(clairfs::JsonWriter& w) const {
       .Integer("open_wait_ms", static_cast<uint64_t>(options_.open_wait.count()))
       .EndObject();
   w.BeginArray("ranks");
-  for (const prefetch::RankPosition& r : planner_->Positions()) {
+  for (const prefetch::RankPosition& r : planner->Positions()) {
     w.BeginObject()
         .Integer("rank", r.rank)
         .Integer("epoch", r.epoch)
@@ -73,6 +105,7 @@ void PrefetchEngine::WriteStats(clairfs::JsonWriter& w) const {
       .Integer("epoch", p.epoch)
       .Integer("deviations", p.deviations)
       .Integer("repeat_opens", p.repeat_opens)
+      .Integer("unreported_opens", p.unreported_opens)
       .Integer("resync_attempts", p.resync_attempts)
       .Integer("resyncs", p.resyncs)
       .Integer("budget_bytes", p.budget_bytes)

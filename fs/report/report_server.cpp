@@ -39,7 +39,14 @@ ReportServer::ReportServer(ReportedOrders* orders, ReportLimits limits)
 ReportServer::~ReportServer() { Stop(); }
 
 Status ReportServer::Start() {
-  if (listen_fd_ >= 0) return Status::InvalidArgument("report server: started twice");
+  if (thread_.joinable()) return Status::InvalidArgument("report server: started twice");
+  if (listen_fd_ < 0) CLAIRFS_RETURN_IF_ERROR(Listen());
+  thread_ = std::jthread([this](std::stop_token stop) { Run(stop); });
+  return Status::Ok();
+}
+
+Status ReportServer::Listen() {
+  if (listen_fd_ >= 0) return Status::InvalidArgument("report server: already listening");
   const std::string abstract = "clairfs-report." + std::to_string(::getpid()) + "." + RandomHex();
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -63,7 +70,6 @@ Status ReportServer::Start() {
   listen_fd_ = fd;
   wake_fd_ = wake;
   name_ = "@" + abstract;
-  thread_ = std::jthread([this](std::stop_token stop) { Run(stop); });
   return Status::Ok();
 }
 

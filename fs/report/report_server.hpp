@@ -35,13 +35,17 @@ class ReportServer {
   ReportServer(const ReportServer&) = delete;
   ReportServer& operator=(const ReportServer&) = delete;
 
-  // Binds and listens on a fresh name and starts the serving thread.
-  // IOError naming the call that failed; InvalidArgument when started twice.
+  // Binds and listens on a fresh name (name() is set from here on);
+  // connections wait in the backlog until Start. No thread is started, so a
+  // process may still fork safely. IOError naming the call that failed.
+  Status Listen();
+  // Listens if not yet, and starts the serving thread. IOError as Listen;
+  // InvalidArgument when started twice.
   Status Start();
   // Wakes the thread, joins it and closes the listener and every connection.
   // Idempotent.
   void Stop();
-  // "@clairfs-report.<pid>.<hex>" once started, "" before.
+  // "@clairfs-report.<pid>.<hex>" once listening, "" before.
   const std::string& name() const { return name_; }
 
  private:

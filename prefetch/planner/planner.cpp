@@ -92,27 +92,25 @@ OpenResult Planner::OnOpen(FileId file) {
     ++stats_.repeat_opens;
     return r;
   }
-  // The entries of `file` are chained in time order; take the first one that
-  // lies in its rank's window.
-  const uint32_t g_count = shape_.ranks;
-  const uint64_t limit = MaxHead() + shape_.window_steps;
-  uint64_t found = kNever;
-  for (uint64_t t = stream_.NextUse(file); t != kNever; t = stream_.NextOccurrence(t)) {
-    uint64_t s = t / g_count;
-    uint32_t g = static_cast<uint32_t>(t % g_count);
-    if (s >= limit) break;
-    if (stream_.Satisfied(t)) continue;
-    if (s >= tail_[g] && s < head_[g] + shape_.window_steps) {
-      found = t;
-      break;
-    }
+  uint64_t found = Locate(file);
+  const bool reopen = repeat || (same_sample && reopens_seen_ > 0);
+  if (found == kNever && !reopen && EpochToGenerate(/*urgent=*/true).has_value()) {
+    // Its epoch may have just become known (a live source): look again.
+    Extend(&lock);
+    found = Locate(file);
   }
-  if (found == kNever && (repeat || (same_sample && reopens_seen_ > 0))) {
+  if (found == kNever && reopen) {
     NoteReopen(same_sample);
     ++stats_.repeat_opens;
     return r;
   }
   NoteReopen(false);
+  if (found == kNever && order_pending_) {
+    // The order of the epoch being started is not reported yet: an open
+    // nothing could foresee, and no sign that the prediction is wrong.
+    ++stats_.unreported_opens;
+    return r;
+  }
   EpochCounts& epoch = EpochOf(found);
   ++epoch.opens;
   ++(r.ready ? epoch.ready : epoch.stalls);
@@ -132,6 +130,21 @@ OpenResult Planner::OnOpen(FileId file) {
     Extend(&lock);
   }
   return r;
+}
+
+uint64_t Planner::Locate(FileId file) const {
+  // The entries of `file` are chained in time order; take the first one that
+  // lies in its rank's window.
+  const uint32_t g_count = shape_.ranks;
+  const uint64_t limit = MaxHead() + shape_.window_steps;
+  for (uint64_t t = stream_.NextUse(file); t != kNever; t = stream_.NextOccurrence(t)) {
+    uint64_t s = t / g_count;
+    uint32_t g = static_cast<uint32_t>(t % g_count);
+    if (s >= limit) break;
+    if (stream_.Satisfied(t)) continue;
+    if (s >= tail_[g] && s < head_[g] + shape_.window_steps) return t;
+  }
+  return kNever;
 }
 
 void Planner::NoteReopen(bool reopen) {

@@ -172,6 +172,9 @@ class Planner {
   bool NoteOutcome(FileId f, bool located) CLAIRFS_REQUIRES(mu_);
   // Located opens in a row that end a lost state.
   uint64_t RecoveryRun() const CLAIRFS_REQUIRES(mu_);
+  // The entry an open of `file` takes: its first unsatisfied one inside its
+  // rank's window, or kNever.
+  uint64_t Locate(FileId file) const CLAIRFS_REQUIRES(mu_);
   // Records whether an open was a sample opening its file again.
   void NoteReopen(bool reopen) CLAIRFS_REQUIRES(mu_);
   uint64_t FileSize(FileId f) const CLAIRFS_REQUIRES(mu_);
@@ -224,7 +227,9 @@ class Planner {
   uint64_t next_epoch_ CLAIRFS_GUARDED_BY(mu_) = 0;  // the epoch Extend appends next
   uint64_t order_end_ CLAIRFS_GUARDED_BY(mu_) = 0;   // no epoch at or after this is generated
   Status order_error_ CLAIRFS_GUARDED_BY(mu_);       // the order source's last failure
-  uint64_t scan_ CLAIRFS_GUARDED_BY(mu_) = 0;        // NextFetches resumes here (merged time)
+  // The order source said the next epoch is not known yet (Unavailable).
+  bool order_pending_ CLAIRFS_GUARDED_BY(mu_) = false;
+  uint64_t scan_ CLAIRFS_GUARDED_BY(mu_) = 0;  // NextFetches resumes here (merged time)
   // Bumps on every Rebase; stale work is discarded.
   uint64_t rebase_gen_ CLAIRFS_GUARDED_BY(mu_) = 0;
   bool extending_ CLAIRFS_GUARDED_BY(mu_) = false;  // a thread is generating next_epoch_

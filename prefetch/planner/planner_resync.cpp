@@ -99,8 +99,10 @@ void Planner::Extend(MutexLock* lock) {
     if (!orders.ok() && orders.status().code() == Code::kUnavailable) {
       // A live source (orders reported by the job) has not been told this
       // epoch yet: asked again on the next call.
+      order_pending_ = true;
       return;
     }
+    order_pending_ = false;
     if (!orders.ok()) {
       ++stats_.order_errors;
       order_error_ = orders.status();

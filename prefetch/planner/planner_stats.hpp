@@ -38,7 +38,10 @@ struct PlannerStats {
   uint64_t max_stall_ns = 0;
 
   // Tracking.
-  uint64_t repeat_opens = 0;            // a recently opened file opened again (neither)
+  uint64_t repeat_opens = 0;  // a recently opened file opened again (neither)
+  // Opens of no predicted entry while the next epoch's order was not known
+  // yet (a live source: the job reports it as the epoch starts). Neither.
+  uint64_t unreported_opens = 0;
   uint64_t deviations = 0;              // opens not found in any local rank's window
   uint64_t consecutive_deviations = 0;  // current run of them
   uint64_t resync_attempts = 0;

@@ -22,10 +22,11 @@ _registry_pid = None
 
 
 class Table:
-    def __init__(self, kind, roots, paths=None):
+    def __init__(self, kind, roots, paths=None, key=None):
         global _counter
         _counter += 1
-        self.key = ((os.getpid() & 0x7FFFFFFF) << 32) | (_counter & 0xFFFFFFFF)
+        self.key = key if key is not None else (
+            ((os.getpid() & 0x7FFFFFFF) << 32) | (_counter & 0xFFFFFFFF))
         self.kind = kind
         self.roots = roots      # the mounts whose daemons get the orders over this table
         self.paths = paths      # PATHS: encoded entries, sent once (then None)
@@ -81,6 +82,33 @@ def _path_attrs(ds):
     return found
 
 
+def _fingerprint_key(ds):
+    """A key that every process of the job computes alike for the same dataset.
+
+    A learned table is filled by the opens each process sees; the ranks of a
+    node each see their own shard, so they must file into one table. The key
+    hashes the dataset's class, its length, and its plain attributes (scalars,
+    and each sequence's length and first and last few items): the same on
+    every rank for a dataset built alike, different for another dataset.
+    Python's own hash() is salted per process, so blake2b it is.
+    """
+    import hashlib
+    h = hashlib.blake2b(digest_size=8)
+    cls = type(ds)
+    h.update(("%s.%s|%d" % (cls.__module__, cls.__qualname__, len(ds))).encode())
+    plain = (str, bytes, int, float, bool, type(None))
+    for name, v in sorted(getattr(ds, "__dict__", {}).items(), key=lambda kv: kv[0]):
+        if isinstance(v, plain) or isinstance(v, os.PathLike):
+            h.update(("|%s=%r" % (name, os.fspath(v) if isinstance(v, os.PathLike) else v)).encode(
+                "utf-8", "surrogateescape"))
+        elif isinstance(v, (list, tuple)):
+            ends = list(v[:8]) + list(v[-8:])
+            if all(isinstance(x, plain) for x in ends):
+                h.update(("|%s[%d]=%r" % (name, len(v), ends)).encode("utf-8", "surrogateescape"))
+    # The top bit apart from the per-process keys (pid << 32 | counter).
+    return int.from_bytes(h.digest(), "little") | (1 << 63)
+
+
 def _make(ds):
     paths = sample_paths(ds)
     if paths is not None:
@@ -100,8 +128,9 @@ def _make(ds):
         roots = sorted({w[0] for w in map(channel.locate, hints) if w is not None})
         if not roots:
             return None  # its files are elsewhere
-        return Table(LEARNED, roots)
-    return Table(LEARNED, list(mounts))  # cannot tell which mount: every daemon is told
+        return Table(LEARNED, roots, key=_fingerprint_key(ds))
+    # Cannot tell which mount: every daemon is told.
+    return Table(LEARNED, list(mounts), key=_fingerprint_key(ds))
 
 
 def table_for(ds):

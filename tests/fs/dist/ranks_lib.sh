@@ -9,6 +9,6 @@ launcher=""
 cleanup() {
   [[ -n $launcher ]] && kill -TERM "$launcher" 2>/dev/null && wait "$launcher" 2>/dev/null
   for m in "$T"/mnt*; do mountpoint -q "$m" 2>/dev/null && fusermount3 -u -z "$m"; done
-  rm -rf "$T"
+  [[ -n ${KEEP:-} ]] || rm -rf "$T"
 }
 trap cleanup EXIT

@@ -1,0 +1,138 @@
+#include "fs/clairfsd/report_setup.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <utility>
+
+#include "base/clock.hpp"
+#include "base/log.hpp"
+#include "prefetch/planner/planner.hpp"
+
+namespace clairfs::fs {
+namespace {
+
+namespace pf = clairfs::prefetch;
+
+// The loader's shape until it is reported: a DataLoader this wide keeps
+// kWorkers x 2 batches of kBatch in flight, so opens may come that far out
+// of order.
+constexpr uint64_t kBatch = 32;
+constexpr uint64_t kWorkers = 4;
+// Epochs are segments as they are reported: no end is known.
+constexpr uint64_t kEpochs = uint64_t{1} << 32;
+
+// Sizes by manifest node (0 for directories).
+std::vector<uint64_t> FileSizes(const format::Manifest& m) {
+  std::vector<uint64_t> sizes(m.node_count(), 0);
+  for (uint32_t n = 0; n < m.node_count(); ++n) {
+    if (!m.IsDirectory(n)) sizes[n] = m.node(n).size;
+  }
+  return sizes;
+}
+
+}  // namespace
+
+ReportedPrefetch::ReportedPrefetch(const ReportedOrders* orders, PrefetchEngine* engine,
+                                   std::shared_ptr<const format::Manifest> manifest,
+                                   uint64_t budget)
+    : orders_(orders), engine_(engine), manifest_(std::move(manifest)), budget_(budget) {}
+
+std::unique_ptr<pf::Planner> ReportedPrefetch::Reactive(const format::Manifest& manifest,
+                                                        uint64_t budget) {
+  pf::PlannerConfig c;
+  c.enabled = false;
+  c.budget_bytes = budget;
+  pf::PlannerInput in;
+  in.file_size = FileSizes(manifest);
+  // A disabled planner needs only the sizes; it cannot fail on them.
+  return std::move(pf::Planner::Create(c, std::move(in), SteadyClock::Instance()).value());
+}
+
+std::vector<uint8_t> ReportedPrefetch::AllFiles(const format::Manifest& manifest) {
+  std::vector<uint8_t> files(manifest.node_count(), 0);
+  for (uint32_t n = 0; n < manifest.node_count(); ++n) files[n] = manifest.IsDirectory(n) ? 0 : 1;
+  return files;
+}
+
+void ReportedPrefetch::OnSegment() {
+  MutexLock lock(&mu_);
+  std::vector<uint64_t> pids = orders_->Processes();
+  if (pids.empty()) return;
+  // The node's training processes, when they say how many there are; wait
+  // for all of them, unless one has already moved on to its next epoch.
+  int64_t expected = 0;
+  uint64_t most = 0;
+  for (uint64_t pid : pids) {
+    if (auto info = orders_->Info(pid)) expected = std::max(expected, info->local_size);
+    most = std::max(most, orders_->SegmentCount(pid));
+  }
+  if (static_cast<int64_t>(pids.size()) < expected && most < 2) return;
+  // Slots by local rank where known, else in order of first report.
+  std::stable_sort(pids.begin(), pids.end(), [&](uint64_t a, uint64_t b) {
+    auto ia = orders_->Info(a), ib = orders_->Info(b);
+    const int64_t la = ia ? ia->local_rank : -1, lb = ib ? ib->local_rank : -1;
+    if (la < 0 || lb < 0) return false;
+    return la < lb;
+  });
+  if (pids == pids_) {
+    // The running planner's processes: its next epoch may be here.
+    if (auto planner = engine_->planner()) planner->Maintain();
+    engine_->Wake();
+    return;
+  }
+  // The processes of a job run the same loops, so their k-th segments are
+  // the same loader epoch: the planner's epoch k. It starts at the latest
+  // segment any of them began (the others' come in a moment). One that names
+  // no file yet (a Dataset whose files are learned from its opens in the
+  // first epoch) is not worth a planner: the next one will be.
+  uint64_t start = 0;
+  for (uint64_t pid : pids) start = std::max(start, orders_->SegmentCount(pid) - 1);
+  uint64_t files = 0;
+  for (uint64_t pid : pids) {
+    if (auto seg = orders_->Segment(pid, start); seg.ok()) files += seg->files.size();
+  }
+  if (files == 0) return;
+  pf::PlannerConfig c;
+  c.local_ranks.resize(pids.size());
+  std::iota(c.local_ranks.begin(), c.local_ranks.end(), 0);
+  c.start_epoch = start;
+  c.end_epoch = start + kEpochs;
+  c.batch_size = kBatch;
+  c.num_workers = kWorkers;
+  c.prefetch_factor = 2;
+  c.budget_bytes = budget_;
+  pf::PlannerInput in;
+  in.file_size = FileSizes(*manifest_);
+  // Segments are reported as manifest nodes: index = file id.
+  in.file_of_index.resize(manifest_->node_count());
+  std::iota(in.file_of_index.begin(), in.file_of_index.end(), pf::FileId{0});
+  in.order = [orders = orders_, pids](
+                 const std::vector<uint64_t>& slots,
+                 uint64_t epoch) -> Result<std::vector<std::vector<pf::Index>>> {
+    std::vector<std::vector<pf::Index>> out;
+    out.reserve(slots.size());
+    for (uint64_t g : slots) {
+      Result<ReportedSegment> seg = orders->Segment(pids[g], epoch);
+      if (!seg.ok()) return seg.status();
+      out.emplace_back(seg->files.begin(), seg->files.end());
+    }
+    return out;
+  };
+  auto planner = pf::Planner::Create(std::move(c), std::move(in), SteadyClock::Instance());
+  if (!planner.ok()) {
+    Log(LogLevel::kWarn,
+        "prefetch: the reported orders cannot be followed: " + planner.status().ToString());
+    return;
+  }
+  std::string who;
+  for (uint64_t pid : pids) who += (who.empty() ? "" : ", ") + std::to_string(pid);
+  Log(LogLevel::kInfo, "prefetch: following the orders reported by " + std::to_string(pids.size()) +
+                           " process(es) [pid " + who + "], budget " + std::to_string(budget_) +
+                           " bytes");
+  engine_->Replace(std::move(*planner), "reported");
+  pids_ = std::move(pids);
+}
+
+}  // namespace clairfs::fs

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Zero configuration: 2 clairfsd ranks given no prefetch settings at all, each
+# with ram_cache a third of the dataset, and 2 training ranks of a PyTorch job
+# that mentions clairfs nowhere (tests/e2e/report_train.py), rank r reading
+# through daemon r with the order reporter on its PYTHONPATH as clairfs-run
+# puts it. Three jobs: ImageFolder + DistributedSampler(seed), a Dataset of its
+# own that opens each file twice + DistributedSampler (both ranks on one
+# daemon: the files of such a Dataset are learned from the opens of the node's
+# ranks, so one node of two would know half of them after the first epoch),
+# and ImageFolder + an unseeded RandomSampler. Each must read exactly the source's bytes, draw the
+# same samples and numbers as without the reporter, and after the first epoch
+# find its files ready: every open but the first 2 batches of each rank's
+# epoch (drawn at the epoch's start, so not known before it).
+set -uo pipefail
+BIN=$CLAIRFS_BIN
+PY=/usr/bin/python3
+$PY -c "import torch, torchvision" || { echo "FAIL: python3-torch/torchvision not importable by $PY (scripts/setup.sh installs them)"; exit 1; }
+[[ -f $BIN/report/sitecustomize.py ]] || { echo "FAIL: no order reporter beside clairfs-run in $BIN"; exit 1; }
+source "$CLAIRFS_SRC/tests/fs/dist/ranks_lib.sh" report
+
+EPOCHS=3 BATCH=8 WORKERS=2
+$PY "$CLAIRFS_SRC/scripts/make_imagefolder.py" "$T/data" --classes 4 --per-class 60 --size 64 >/dev/null || exit 1
+"$BIN/clairfs-partition" pack "$T/data" "$T/packed" --partitions 4 >/dev/null || exit 1
+bytes=$(find "$T/data/train" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
+ram=$((bytes / 3))
+
+fail=0
+start_daemons() {  # NAME NODES: daemon r mounts $T/mnt{r}
+  "$MPIEXEC" -n "$2" "$BIN/clairfsd" --dataset "$T/packed" --mount "$T/mnt{rank}" \
+    --local-dir "$T/ssd{rank}" --ram-cache "$ram" >"$T/$1.daemons.log" 2>&1 &
+  launcher=$!
+  local mounts=("$T/mnt0")
+  (($2 > 1)) && mounts+=("$T/mnt1")
+  "$BIN/clairfs-wait" "${mounts[@]}" --timeout 60 --quiet ||
+    { echo "FAIL $1: mounts"; cat "$T/$1.daemons.log"; return 1; }
+}
+run_case() {  # NAME DATASET SAMPLER NODES
+  local name=$1 dataset=$2 sampler=$3 nodes=$4 mnt="$T/mnt{rank}"
+  ((nodes == 1)) && mnt="$T/mnt0"
+  start_daemons "$name" "$nodes" || return 1
+  local args=(--dataset "$dataset" --sampler "$sampler" --epochs $EPOCHS --workers $WORKERS
+              --batch-size $BATCH --seed 3)
+  # The same job, seeded alike, without the reporter: same samples, same draws.
+  CLAIRFS_REPORT=0 PYTHONPATH="$BIN/report" "$CLAIRFS_SRC/scripts/run_ranks.sh" 2 \
+    $PY "$CLAIRFS_SRC/tests/e2e/report_train.py" --data "$mnt/train" "${args[@]}" \
+    --log "$T/$name.off" 2>"$T/$name.off.err" || { echo "FAIL $name: the job without the reporter"; cat "$T/$name.off.err"; return 1; }
+  # Stats are counted from here: the run without the reporter read every file
+  # once, so the daemons' planners start over for the measured run.
+  kill -TERM "$launcher"; wait "$launcher"
+  start_daemons "$name" "$nodes" || return 1
+  PYTHONPATH="$BIN/report" "$CLAIRFS_SRC/scripts/run_ranks.sh" 2 \
+    $PY "$CLAIRFS_SRC/tests/e2e/report_train.py" --data "$mnt/train" "${args[@]}" \
+    --log "$T/$name.on" 2>"$T/$name.on.err" || { echo "FAIL $name: the job with the reporter"; cat "$T/$name.on.err"; return 1; }
+  for ((d = 0; d < nodes; d++)); do cp "$T/mnt$d/.clairfs/stats.json" "$T/$name.stats$d.json"; done
+  kill -TERM "$launcher"; wait "$launcher"
+  launcher=""
+  $PY - "$T" "$name" "$BATCH" "$WORKERS" "$nodes" <<'PY'
+import hashlib, json, os, sys
+t, name, batch, workers, nodes = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+root = os.path.join(t, "data", "train")
+source = {}
+for d, _, names in os.walk(root):
+    for n in names:
+        p = os.path.join(d, n)
+        source[os.path.relpath(p, root)] = hashlib.sha1(open(p, "rb").read()).hexdigest()
+digests = set(source.values())
+for r in (0, 1):
+    on = open(os.path.join(t, "%s.on.rank%d" % (name, r))).read()
+    off = open(os.path.join(t, "%s.off.rank%d" % (name, r))).read()
+    assert on == off, "%s rank %d: the reporter changed what the job drew or read" % (name, r)
+    for line in on.splitlines():
+        if line.startswith("rng "):
+            continue
+        epoch, path, sha = line.split(" ")
+        assert sha in digests, "%s rank %d: a sample's bytes are not a source file's" % (name, r)
+        if path != "-":
+            assert source[path] == sha, "%s rank %d: %s read wrong bytes" % (name, r, path)
+    stderr = open(os.path.join(t, "%s.on.err" % name)).read()
+    assert "clairfs-report" not in stderr, stderr
+for r in range(nodes):
+    s = json.load(open(os.path.join(t, "%s.stats%d.json" % (name, r))))
+    rep, p = s["report"], s["prefetch"]
+    assert rep["segments"] >= 3 and rep["connections_closed_bad"] == 0 and rep["first_error"] == "", rep
+    assert p["sampler"] == "reported" and p["enabled"] and not p["lost"], p
+    assert s["errors"]["corruption"] == 0 and s["errors"]["io"] == 0, s["errors"]
+    later = [e for e in p["per_epoch"] if e["epoch"] >= 1]
+    assert later, p["per_epoch"]
+    for e in later:
+        # Each rank's order is drawn as its epoch starts and its loader asks
+        # for W x 2 batches at once: the first 2 batches of each rank may
+        # wait for their files; everything after them is ready.
+        allowed = 2 * batch * (2 // nodes)
+        assert e["deviations"] == 0, (name, r, e)
+        assert e["stalls"] <= allowed, "%s daemon %d epoch %d: %d stalls > %d" % (name, r, e["epoch"], e["stalls"], allowed)
+        print("%s daemon %d epoch %d: %d of %d opens ready, %d stalls" % (name, r, e["epoch"], e["ready"], e["opens"], e["stalls"]))
+PY
+}
+
+for c in "folder-dist imagefolder distributed 2" "twice-dist twice distributed 1" \
+  "folder-random imagefolder random 2"; do
+  # shellcheck disable=SC2086
+  run_case $c || { echo "FAIL: case ${c%% *}"; fail=1; }
+done
+[[ $fail -eq 0 ]] && echo "1 passed, 0 failed" || echo "0 passed, 1 failed"
+exit $fail
