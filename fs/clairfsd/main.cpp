@@ -141,18 +141,15 @@ int main(int argc, char** argv) {
   }
   clairfs::SetLogLevel(config.log_level);
   const bool prefetch = config.prefetch_sampler != "none";
-  // Orders reported by the job need the engine as much as configured ones.
-  const bool engine_wanted = prefetch || config.report;
-  if (engine_wanted && config.vfs.decline_open) {
+  if (prefetch && config.vfs.decline_open) {
     // The prefetcher tracks the ranks from their opens: until an OpenWatcher
     // reports them (prefetch_opens: inotify), every OPEN must reach the daemon.
     config.vfs.decline_open = false;
-    clairfs::Log(
-        clairfs::LogLevel::kInfo,
-        (prefetch ? "prefetch_sampler " + config.prefetch_sampler : std::string("report")) +
-            (config.prefetch_opens == "inotify"
-                 ? ": opens reach the daemon until the inotify watches are in place"
-                 : ": no_open forced to false so that opens reach the daemon"));
+    clairfs::Log(clairfs::LogLevel::kInfo,
+                 "prefetch_sampler " + config.prefetch_sampler +
+                     (config.prefetch_opens == "inotify"
+                          ? ": opens reach the daemon until the inotify watches are in place"
+                          : ": no_open forced to false so that opens reach the daemon"));
   }
   const std::string effective = fs::DescribeConfig(config);
   LogLines("config: ", effective);
@@ -250,12 +247,6 @@ int main(int argc, char** argv) {
                  "predicted and every file is read on demand: " +
                      prefetch_error.ToString());
   }
-  if (!prefetch_error.ok() && !config.report) {
-    options.stats_sections.emplace_back(
-        "prefetch", [reason = prefetch_error.ToString()](clairfs::JsonWriter& w) {
-          w.Bool("enabled", false).String("reason", reason);
-        });
-  }
   if (planner) {
     if (job->missing_files > 0) {
       clairfs::Log(clairfs::LogLevel::kWarn,
@@ -286,21 +277,19 @@ int main(int argc, char** argv) {
   fs::ReportLimits report_limits;
   fs::ReportedOrders report_orders(manifest, report_limits);
   fs::ReportServer report_server(&report_orders, report_limits);
+  // Without a sampler the engine is made by the first report: until then
+  // the RAM cache keeps its own LRU policy, as without prefetching.
+  fs::EngineSlot engines(std::move(engine), [&] {
+    fs::PrefetchEngineOptions eo = config.prefetch_engine;
+    eo.sampler = "none";
+    if (!prefetch_error.ok()) eo.reason = prefetch_error.ToString();
+    return std::make_unique<fs::PrefetchEngine>(
+        fs::ReportedPrefetch::Reactive(*manifest, config.ram_cache),
+        fs::ReportedPrefetch::AllFiles(*manifest), manifest, &source, &cache, &stats, &pusher, eo);
+  });
   std::unique_ptr<fs::ReportedPrefetch> reported;
   if (config.report) {
-    if (!engine) {
-      // Reactive until the first report: the planner only keeps the budget.
-      engine = std::make_unique<fs::PrefetchEngine>(
-          fs::ReportedPrefetch::Reactive(*manifest, config.ram_cache),
-          fs::ReportedPrefetch::AllFiles(*manifest), manifest, &source, &cache, &stats, &pusher,
-          [&] {
-            fs::PrefetchEngineOptions eo = config.prefetch_engine;
-            eo.sampler = "none";
-            if (!prefetch_error.ok()) eo.reason = prefetch_error.ToString();
-            return eo;
-          }());
-    }
-    reported = std::make_unique<fs::ReportedPrefetch>(&report_orders, engine.get(), manifest,
+    reported = std::make_unique<fs::ReportedPrefetch>(&report_orders, &engines, manifest,
                                                       config.ram_cache);
     report_orders.SetListener([r = reported.get()] { r->OnSegment(); });
     // Listening now names the channel for the control file; the thread that
@@ -315,9 +304,25 @@ int main(int argc, char** argv) {
     options.stats_sections.emplace_back(
         "report", [&report_orders](clairfs::JsonWriter& w) { report_orders.WriteStats(w); });
   }
-  if (engine) {
+  // The engine's opens: the dataset's files under a sampler, any file for reports.
+  const std::vector<uint8_t> watched =
+      engines.get() ? engines.get()->in_dataset() : fs::ReportedPrefetch::AllFiles(*manifest);
+  const bool observed = engines.get() != nullptr || !options.report_text.empty();
+  if (observed || !prefetch_error.ok()) {
+    // Before a report (or with settings that do not fit): nothing predicted.
     options.stats_sections.emplace_back(
-        "prefetch", [e = engine.get()](clairfs::JsonWriter& w) { e->WriteStats(w); });
+        "prefetch", [&engines, reason = prefetch_error.ok()
+                                            ? std::string()
+                                            : prefetch_error.ToString()](clairfs::JsonWriter& w) {
+          if (const fs::PrefetchEngine* e = engines.get()) {
+            e->WriteStats(w);
+            return;
+          }
+          w.Bool("enabled", false);
+          if (!reason.empty()) w.String("reason", reason);
+        });
+  }
+  if (observed) {
     options.stats_sections.emplace_back("open_watcher", [&live_watcher](clairfs::JsonWriter& w) {
       const fs::OpenWatcher* on = live_watcher.load();
       w.String("opens_seen_through", on ? "inotify" : "fuse")
@@ -325,7 +330,7 @@ int main(int argc, char** argv) {
           .Integer("events", on ? on->events() : 0)
           .Integer("overflows", on ? on->overflows() : 0);
     });
-    options.open_observer = engine.get();
+    options.open_observer = &engines;
   }
   fs::Vfs vfs(manifest, &source, &cache, &stats, options);
   // The last gate: every rank is set up; from here each serves on its own.
@@ -338,16 +343,18 @@ int main(int argc, char** argv) {
   // ServeFuse: no thread of ours may run while the mount forks fusermount3).
   auto start = [&]() -> clairfs::Status {
     CLAIRFS_RETURN_IF_ERROR(cluster.Serve());
-    if (engine) engine->Start();
+    engines.Start();
     if (!report_server.name().empty()) CLAIRFS_RETURN_IF_ERROR(report_server.Start());
     return clairfs::Status::Ok();
   };
 
   std::function<void()> on_mounted;
-  if (engine && config.prefetch_opens == "inotify") {
+  // Without a sampler nothing forced no_open off: with no_open false the
+  // opens reach the daemon anyway, and need no watch.
+  if (observed && config.prefetch_opens == "inotify" && (prefetch || config.vfs.decline_open)) {
     on_mounted = [&] {
-      auto w = fs::OpenWatcher::Start(config.fuse.mount, manifest, engine->in_dataset(),
-                                      [e = engine.get()](uint32_t node) { e->OnOpenEvent(node); });
+      auto w = fs::OpenWatcher::Start(config.fuse.mount, manifest, watched,
+                                      [&engines](uint32_t node) { engines.OnOpenEvent(node); });
       if (!w.ok()) {
         clairfs::Log(clairfs::LogLevel::kWarn,
                      "prefetch: opens keep reaching the daemon (a round trip "
@@ -371,7 +378,7 @@ int main(int argc, char** argv) {
   live_watcher.store(nullptr);
   watcher.reset();
   report_server.Stop();
-  engine.reset();
+  engines.Reset();
   if (!st.ok()) clairfs::Log(clairfs::LogLevel::kError, st.ToString());
   // Unmounted: wait for the other ranks, which may still read from this one.
   // Both steps are bounded (shutdown_wait_ms each), and SIGTERM is ignored

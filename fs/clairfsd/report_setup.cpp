@@ -15,9 +15,9 @@ namespace {
 
 namespace pf = clairfs::prefetch;
 
-// The loader's shape until it is reported: a DataLoader this wide keeps
-// kWorkers x 2 batches of kBatch in flight, so opens may come that far out
-// of order.
+// The loader's shape when the reporter did not send it (LOADER): a
+// DataLoader this wide keeps kWorkers x 2 batches of kBatch in flight, so
+// opens may come that far out of order.
 constexpr uint64_t kBatch = 32;
 constexpr uint64_t kWorkers = 4;
 // Epochs are segments as they are reported: no end is known.
@@ -34,7 +34,43 @@ std::vector<uint64_t> FileSizes(const format::Manifest& m) {
 
 }  // namespace
 
-ReportedPrefetch::ReportedPrefetch(const ReportedOrders* orders, PrefetchEngine* engine,
+EngineSlot::EngineSlot(std::unique_ptr<PrefetchEngine> engine, Factory make)
+    : engine_(std::move(engine)), make_(std::move(make)) {
+  live_.store(engine_.get(), std::memory_order_release);
+}
+
+void EngineSlot::Start() {
+  started_.store(true);
+  if (engine_) engine_->Start();
+}
+
+PrefetchEngine* EngineSlot::GetOrMake() {
+  if (!engine_) {
+    engine_ = make_();
+    if (started_.load()) engine_->Start();
+    live_.store(engine_.get(), std::memory_order_release);
+  }
+  return engine_.get();
+}
+
+void EngineSlot::Reset() {
+  live_.store(nullptr, std::memory_order_release);
+  engine_.reset();
+}
+
+void EngineSlot::OnOpen(uint32_t node) {
+  if (PrefetchEngine* e = get()) e->OnOpen(node);
+}
+
+void EngineSlot::OnListed(uint32_t first, uint32_t end) {
+  if (PrefetchEngine* e = get()) e->OnListed(first, end);
+}
+
+void EngineSlot::OnOpenEvent(uint32_t node) {
+  if (PrefetchEngine* e = get()) e->OnOpenEvent(node);
+}
+
+ReportedPrefetch::ReportedPrefetch(const ReportedOrders* orders, EngineSlot* engine,
                                    std::shared_ptr<const format::Manifest> manifest,
                                    uint64_t budget)
     : orders_(orders), engine_(engine), manifest_(std::move(manifest)), budget_(budget) {}
@@ -78,8 +114,9 @@ void ReportedPrefetch::OnSegment() {
   });
   if (pids == pids_) {
     // The running planner's processes: its next epoch may be here.
-    if (auto planner = engine_->planner()) planner->Maintain();
-    engine_->Wake();
+    PrefetchEngine* engine = engine_->GetOrMake();
+    engine->planner()->Maintain();
+    engine->Wake();
     return;
   }
   // The processes of a job run the same loops, so their k-th segments are
@@ -90,18 +127,30 @@ void ReportedPrefetch::OnSegment() {
   uint64_t start = 0;
   for (uint64_t pid : pids) start = std::max(start, orders_->SegmentCount(pid) - 1);
   uint64_t files = 0;
+  // The widest loader reported sets how far out of order opens may come.
+  uint64_t batch = 0, workers = 0, factor = 0;
   for (uint64_t pid : pids) {
-    if (auto seg = orders_->Segment(pid, start); seg.ok()) files += seg->files.size();
+    auto seg = orders_->Segment(pid, start);
+    if (!seg.ok()) continue;
+    files += seg->files.size();
+    if (seg->batch_size < 1 || seg->num_workers < 0) continue;
+    const uint64_t b = static_cast<uint64_t>(seg->batch_size);
+    const uint64_t w = static_cast<uint64_t>(seg->num_workers);
+    const uint64_t f = static_cast<uint64_t>(std::max<int64_t>(1, seg->prefetch_factor));
+    if (b * std::max<uint64_t>(1, w) * f > batch * std::max<uint64_t>(1, workers) * factor) {
+      batch = b, workers = w, factor = f;
+    }
   }
   if (files == 0) return;
+  if (batch == 0) batch = kBatch, workers = kWorkers, factor = 2;
   pf::PlannerConfig c;
   c.local_ranks.resize(pids.size());
   std::iota(c.local_ranks.begin(), c.local_ranks.end(), 0);
   c.start_epoch = start;
   c.end_epoch = start + kEpochs;
-  c.batch_size = kBatch;
-  c.num_workers = kWorkers;
-  c.prefetch_factor = 2;
+  c.batch_size = batch;
+  c.num_workers = workers;
+  c.prefetch_factor = factor;
   c.budget_bytes = budget_;
   pf::PlannerInput in;
   in.file_size = FileSizes(*manifest_);
@@ -131,7 +180,7 @@ void ReportedPrefetch::OnSegment() {
   Log(LogLevel::kInfo, "prefetch: following the orders reported by " + std::to_string(pids.size()) +
                            " process(es) [pid " + who + "], budget " + std::to_string(budget_) +
                            " bytes");
-  engine_->Replace(std::move(*planner), "reported");
+  engine_->GetOrMake()->Replace(std::move(*planner), "reported");
   pids_ = std::move(pids);
 }
 

@@ -10,30 +10,70 @@
 // a restarted rank. Every other completed segment lets the running planner extend at once, before
 // the epoch's first file is opened.
 //
-// The loader's shape (batch size, workers, read-ahead), which sets how far
-// out of order opens may come, is not reported yet: generous defaults stand
-// in (kBatch, kWorkers below).
+// The loader's shape (batch size, workers, read-ahead: LOADER frames) sets
+// how far out of order opens may come: the widest of the node's loaders;
+// generous defaults stand in when a reporter did not send it.
 //
 // Thread-safety: OnSegment may be called from any thread; calls are
-// serialised. The orders, the engine and the manifest must outlive it.
+// serialised. The orders, the engine slot and the manifest must outlive it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "base/mutex.hpp"
 #include "fs/engine/prefetch_engine.hpp"
 #include "fs/report/reported_orders.hpp"
+#include "fs/vfs/open_observer.hpp"
 #include "partitioner/format/manifest.hpp"
 #include "prefetch/planner/planner_config.hpp"
 
 namespace clairfs::fs {
 
+// The prefetch engine, there from the start (a configured sampler) or made
+// when the first report needs it: until then the RAM cache keeps its own LRU
+// policy, as without prefetching. It forwards the daemon's opens and listings
+// to the engine once there is one.
+//
+// Thread-safety: Start (at mount) and Reset (after the report server
+// stopped) on the main thread; GetOrMake on the report thread; the observer
+// calls and get() from any thread.
+class EngineSlot final : public OpenObserver {
+ public:
+  using Factory = std::function<std::unique_ptr<PrefetchEngine>()>;
+  // `engine` may be null: `make` makes one on the first GetOrMake.
+  EngineSlot(std::unique_ptr<PrefetchEngine> engine, Factory make);
+  ~EngineSlot() override { Reset(); }
+
+  // The engine, or null while none was needed.
+  PrefetchEngine* get() const { return live_.load(std::memory_order_acquire); }
+  // Starts the engine if there is one (the mount is up); one made later
+  // starts when made.
+  void Start();
+  // The engine, made (and started, if Start was called) if there was none.
+  PrefetchEngine* GetOrMake();
+  // Stops and destroys the engine (it hands the RAM cache back).
+  void Reset();
+
+  void OnOpen(uint32_t node) override;
+  void OnListed(uint32_t first, uint32_t end) override;
+  // An open seen by the OpenWatcher.
+  void OnOpenEvent(uint32_t node);
+
+ private:
+  std::unique_ptr<PrefetchEngine> engine_;
+  std::atomic<PrefetchEngine*> live_{nullptr};
+  const Factory make_;
+  std::atomic<bool> started_{false};
+};
+
 class ReportedPrefetch {
  public:
   // `budget`: the planner's RAM budget (ram_cache).
-  ReportedPrefetch(const ReportedOrders* orders, PrefetchEngine* engine,
+  ReportedPrefetch(const ReportedOrders* orders, EngineSlot* engine,
                    std::shared_ptr<const format::Manifest> manifest, uint64_t budget);
 
   // A segment completed (ReportedOrders' listener).
@@ -48,7 +88,7 @@ class ReportedPrefetch {
 
  private:
   const ReportedOrders* const orders_;
-  PrefetchEngine* const engine_;
+  EngineSlot* const engine_;
   const std::shared_ptr<const format::Manifest> manifest_;
   const uint64_t budget_;
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <charconv>
+#include <functional>
 
 namespace clairfs::fs {
 namespace {
@@ -55,6 +56,8 @@ std::string ReportFrameName(uint8_t type) {
       return "ALIAS";
     case ReportFrame::kOrder:
       return "ORDER";
+    case ReportFrame::kLoader:
+      return "LOADER";
   }
   return "frame type " + std::to_string(type);
 }
@@ -136,41 +139,53 @@ Status ReportDecoder::Frame(ReportSink* sink) {
   const std::string name = ReportFrameName(type);
   const auto bad = [&](const std::string& why) { return Status::Corruption(at + why); };
   const auto truncated = [&] { return bad(name + " body truncated"); };
-  if (type < 1 || type > 5) return bad("unknown frame type " + std::to_string(type));
+  if (type < 1 || type > 6) return bad("unknown frame type " + std::to_string(type));
   if ((type == 1) == saw_hello_) return bad("HELLO must be the first frame");
+
+  // Text lines key=value (HELLO, LOADER): `number` names the integer keys,
+  // `text` takes the others; unknown keys are ignored.
+  const auto parse_lines =
+      [&](std::string_view text, const std::function<int64_t*(std::string_view)>& number,
+          const std::function<void(std::string_view, std::string_view)>& other) -> Status {
+    while (!text.empty()) {
+      const size_t eol = text.find('\n');
+      std::string_view line = text.substr(0, eol);
+      text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
+      if (line.empty()) continue;
+      const size_t eq = line.find('=');
+      if (eq == std::string_view::npos) return bad(name + " line without '='");
+      const std::string_view key = line.substr(0, eq), value = line.substr(eq + 1);
+      if (int64_t* n = number(key); n != nullptr) {
+        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), *n);
+        if (ec != std::errc() || end != value.data() + value.size() || value.empty()) {
+          return bad(name + " " + std::string(key) + " is not a number");
+        }
+      } else {
+        other(key, value);
+      }
+    }
+    return Status::Ok();
+  };
 
   Status st;
   switch (static_cast<ReportFrame>(type)) {
     case ReportFrame::kHello: {
       ReportHello m;
-      std::string_view text(body, size);
-      while (!text.empty()) {
-        const size_t eol = text.find('\n');
-        std::string_view line = text.substr(0, eol);
-        text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
-        if (line.empty()) continue;
-        const size_t eq = line.find('=');
-        if (eq == std::string_view::npos) return bad("HELLO line without '='");
-        const std::string_view key = line.substr(0, eq), value = line.substr(eq + 1);
-        int64_t* number = key == "version"      ? &m.version
-                          : key == "pid"        ? &m.pid
-                          : key == "rank"       ? &m.rank
-                          : key == "world_size" ? &m.world_size
-                          : key == "local_rank" ? &m.local_rank
-                          : key == "local_size" ? &m.local_size
-                                                : nullptr;
-        if (number != nullptr) {
-          const auto [end, ec] =
-              std::from_chars(value.data(), value.data() + value.size(), *number);
-          if (ec != std::errc() || end != value.data() + value.size() || value.empty()) {
-            return bad("HELLO " + std::string(key) + " is not a number");
-          }
-        } else if (key == "role") {
-          m.role = value;
-        } else if (key == "framework") {
-          m.framework = value;
-        }  // unknown keys are ignored
-      }
+      CLAIRFS_RETURN_IF_ERROR(parse_lines(
+          std::string_view(body, size),
+          [&m](std::string_view key) -> int64_t* {
+            return key == "version"      ? &m.version
+                   : key == "pid"        ? &m.pid
+                   : key == "rank"       ? &m.rank
+                   : key == "world_size" ? &m.world_size
+                   : key == "local_rank" ? &m.local_rank
+                   : key == "local_size" ? &m.local_size
+                                         : nullptr;
+          },
+          [&m](std::string_view key, std::string_view value) {
+            if (key == "role") m.role = value;
+            if (key == "framework") m.framework = value;
+          }));
       if (m.version == -1) return bad("HELLO without version");
       if (m.version != kReportVersion) {
         return bad("unsupported version " + std::to_string(m.version));
@@ -229,6 +244,22 @@ Status ReportDecoder::Frame(ReportSink* sink) {
       ReportOrder m{Load<uint64_t>(body), Load<uint64_t>(body + 8), Load<uint64_t>(body + 16),
                     last == 1, U32List(std::string_view(body + 25, size - 25))};
       st = sink->OnOrder(m);
+      break;
+    }
+    case ReportFrame::kLoader: {
+      if (size < 8) return truncated();
+      ReportLoader m;
+      m.stream = Load<uint64_t>(body);
+      CLAIRFS_RETURN_IF_ERROR(parse_lines(
+          std::string_view(body + 8, size - 8),
+          [&m](std::string_view key) -> int64_t* {
+            return key == "batch_size"        ? &m.batch_size
+                   : key == "num_workers"     ? &m.num_workers
+                   : key == "prefetch_factor" ? &m.prefetch_factor
+                                              : nullptr;
+          },
+          [](std::string_view, std::string_view) {}));
+      st = sink->OnLoader(m);
       break;
     }
   }

@@ -33,6 +33,7 @@ enum class ReportFrame : uint8_t {
   kTableFiles = 3,
   kAlias = 4,
   kOrder = 5,
+  kLoader = 6,
 };
 // "HELLO", "TABLE_PATHS", ...; "frame type N" for anything else.
 std::string ReportFrameName(uint8_t type);
@@ -148,6 +149,14 @@ struct ReportOrder {
   U32List indices;
 };
 
+// The shape of a loader (LOADER): how far out of order its opens may come.
+struct ReportLoader {
+  uint64_t stream = 0;
+  int64_t batch_size = -1;  // absent integer keys are -1
+  int64_t num_workers = -1;
+  int64_t prefetch_factor = -1;
+};
+
 // Receives the decoded frames of one connection, in order. A non-OK Status
 // refuses the frame: the decoder stops and returns it (prefixed "frame N: ").
 class ReportSink {
@@ -158,6 +167,10 @@ class ReportSink {
   virtual Status OnTableFiles(const ReportTableFiles& m) = 0;
   virtual Status OnAlias(const ReportAlias& m) = 0;
   virtual Status OnOrder(const ReportOrder& m) = 0;
+  virtual Status OnLoader(const ReportLoader& m) {
+    (void)m;
+    return Status::Ok();
+  }
 };
 
 class ReportDecoder {

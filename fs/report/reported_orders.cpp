@@ -295,6 +295,9 @@ Result<ReportedSegment> ReportedOrders::Segment(uint64_t pid, uint64_t seq) cons
   ReportedSegment out;
   out.stream = s.stream;
   out.epoch = s.epoch;
+  out.batch_size = s.batch_size;
+  out.num_workers = s.num_workers;
+  out.prefetch_factor = s.prefetch_factor;
   out.files.reserve(s.indices.size());
   auto table = tables_.find(Canonical(s.table));
   for (uint32_t index : s.indices) {
@@ -378,6 +381,15 @@ Status ReportedOrders::Connection::OnTableFiles(const ReportTableFiles& m) {
 
 Status ReportedOrders::Connection::OnAlias(const ReportAlias& m) { return orders_->AddAlias(m); }
 
+Status ReportedOrders::Connection::OnLoader(const ReportLoader& m) {
+  if (loaders_.count(m.stream) == 0) {
+    CLAIRFS_RETURN_IF_ERROR(orders_->Reserve(kEntryCost + sizeof(ReportLoader)));
+    partial_bytes_ += kEntryCost + sizeof(ReportLoader);
+  }
+  loaders_[m.stream] = m;
+  return Status::Ok();
+}
+
 Status ReportedOrders::Connection::OnOrder(const ReportOrder& m) {
   if (!main_)
     return Status::Corruption("ORDER from a process whose HELLO is not role=main with a pid");
@@ -407,6 +419,11 @@ Status ReportedOrders::Connection::OnOrder(const ReportOrder& m) {
   if (!m.last) return Status::Ok();
   StoredSegment done = std::move(it->second);
   partial_.erase(it);
+  if (auto shape = loaders_.find(m.stream); shape != loaders_.end()) {
+    done.batch_size = shape->second.batch_size;
+    done.num_workers = shape->second.num_workers;
+    done.prefetch_factor = shape->second.prefetch_factor;
+  }
   partial_bytes_ -= kEntryCost + SegmentBytes(done);
   orders_->AddSegment(pid_, std::move(done));
   return Status::Ok();

@@ -56,6 +56,8 @@ struct ReportedSegment {
   // in order; an index without a resolvable file gives none.
   std::vector<uint32_t> files;
   uint64_t unresolved = 0;  // indices that gave no file
+  // The loader's shape as its LOADER frame said (-1: not said).
+  int64_t batch_size = -1, num_workers = -1, prefetch_factor = -1;
 };
 
 class ReportedOrders {
@@ -102,6 +104,7 @@ class ReportedOrders {
     uint64_t stream = 0;
     uint64_t epoch = 0;
     std::vector<uint32_t> indices;
+    int64_t batch_size = -1, num_workers = -1, prefetch_factor = -1;  // LOADER's
   };
   struct Process {
     ReporterInfo info;
@@ -179,12 +182,14 @@ class ReportedOrders::Connection : private ReportSink {
   Status OnTableFiles(const ReportTableFiles& m) override;
   Status OnAlias(const ReportAlias& m) override;
   Status OnOrder(const ReportOrder& m) override;
+  Status OnLoader(const ReportLoader& m) override;
 
   ReportedOrders* const orders_;
   ReportDecoder decoder_;
   bool main_ = false;  // role=main with a pid: may report ORDER
   uint64_t pid_ = 0;
   std::map<uint64_t, StoredSegment> partial_;  // stream -> segment in progress
+  std::map<uint64_t, ReportLoader> loaders_;   // stream -> its LOADER (charged as map entries)
   uint64_t partial_bytes_ = 0;                 // charged for partial_
   bool closed_ = false;
 };

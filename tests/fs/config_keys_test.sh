@@ -81,11 +81,14 @@ expect read_ahead "read_ahead_kb by default" "$(cat /sys/class/bdi/$bdi/read_ahe
 grep -q "allow_other" <(grep -F " $MNT " /proc/mounts) && fail "allow_other without the key"
 grep -q "^clairfsd: mounted " "$LOG" || fail "no info lines at the default log level"
 grep -q ": debug: " "$LOG" && fail "debug lines at the default log level"
+grep -q "^socket @clairfs-report" "$MNT/.clairfs/report" || fail "no report channel by default"
+expect report "stats.json has a report section by default" "$(st '"report" in d')" True
 stop
 
 # --- One daemon per group of keys, each away from its default.
 start keys --ram-cache 3M --threads 3 --entry-timeout 0 --attr-timeout 0 --negative-timeout 0 \
-  --no-open false --no-opendir true --read-ahead 4M --allow-other true --log-level debug
+  --no-open false --no-opendir true --read-ahead 4M --allow-other true --log-level debug \
+  --report false
 traffic 1
 echo "requests for 3 stats, 3 stats of a missing name, 3 listings, 3 reads (lookups getattrs misses opendirs opens): defaults $base_traffic, changed $LOOKUPS $GETATTRS $MISSES $OPENDIRS $OPENS"
 read b_look b_get b_miss b_od b_open <<<"$base_traffic"
@@ -110,6 +113,9 @@ ok read_ahead "the mount's read_ahead_kb is 4096 (1024 by default)"
 grep -F " $MNT " /proc/mounts | grep -q allow_other || fail "allow_other true: not among the mount's options"
 ok allow_other "the mount has allow_other"
 grep -q ": debug: " "$LOG" || fail "log_level debug: no debug lines"
+[[ -e $MNT/.clairfs/report ]] && fail "report false: MNT/.clairfs/report exists"
+expect report "stats.json has a report section" "$(st '"report" in d')" False
+ok report "false: no channel for the job's orders (MNT/.clairfs/report and the report section present by default)"
 stop
 
 start quiet --log-level error --fuse-spin-us 100000

@@ -19,6 +19,7 @@ class FakeDaemon:
         self.paths = {}     # table -> [path, ...]
         self.files = {}     # table or alias -> {index: [path, ...]}
         self.aliases = {}   # alias -> table
+        self.loaders = {}   # (pid, stream) -> {"batch_size": ..., ...} (LOADER)
         self.orders = {}    # (pid, table, stream, epoch) -> [index, ...] (complete segments)
         self.frames = 0
         self._partial = {}
@@ -156,6 +157,14 @@ class FakeDaemon:
                         raise ValueError("segment %r twice" % (key,))
                     self.orders[key] = self._partial.pop(key)
                     self._orders_seen += 1
+        elif t == 6:
+            if len(body) < 8:
+                raise ValueError("LOADER of %d bytes" % len(body))
+            (stream,) = struct.unpack_from("<Q", body)
+            fields = dict(line.split("=", 1) for line in body[8:].decode().splitlines())
+            shape = {k: int(fields[k]) for k in ("batch_size", "num_workers", "prefetch_factor")}
+            with self.lock:
+                self.loaders[(pid, stream)] = shape
         else:
             raise ValueError("unknown frame type %d" % t)
         return hello

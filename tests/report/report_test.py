@@ -131,6 +131,11 @@ class Orders(Base):
             self.assertEqual(len(main), 1)
             self.assertEqual((main[0]["rank"], main[0]["world_size"]), ("1", "2"))
             self.assertEqual(main[0]["framework"], "torch")
+            # Each loader said its shape (LOADER), one stream each in run order.
+            shapes = [d.loaders[k] for k in sorted(d.loaders)]
+            want_shapes = [{"batch_size": c.get("batch", 4), "num_workers": c["workers"],
+                            "prefetch_factor": 2} for c in FOLDER_RUNS]
+            self.assertEqual(shapes, want_shapes)
         finally:
             d.close()
 

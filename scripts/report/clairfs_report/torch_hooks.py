@@ -213,6 +213,9 @@ def _report(ep, whole):
         channel.hello_context.update(rank=s.rank, world_size=s.num_replicas)
     table = ep.table
     frames = wire.order(table.key, rec[0], epoch, indices)
+    shape = _shape(loader)
+    if shape is not None:
+        frames.insert(0, wire.loader(rec[0], *shape))
     if table.kind == tables.PATHS:
         tables.send_paths(table)
     elif ep.workers and ep.base_seed is not None:
@@ -220,6 +223,20 @@ def _report(ep, whole):
         ep.flat = indices
     for root in table.roots:
         channel.send(root, frames)
+
+
+def _shape(loader):
+    """(batch size, workers, prefetch factor) of a DataLoader, or None if not plain ints."""
+    batch = getattr(loader, "batch_size", None)
+    if batch is None:  # a batch_sampler of the caller's
+        batch = getattr(getattr(loader, "batch_sampler", None), "batch_size", None)
+    workers = getattr(loader, "num_workers", 0)
+    factor = getattr(loader, "prefetch_factor", None)
+    if factor is None:  # torch 2.x with no workers
+        factor = 2
+    if not all(isinstance(v, int) and v >= 0 for v in (batch, workers, factor)):
+        return None
+    return max(1, batch), workers, max(1, factor)
 
 
 def _drawn(ep):

@@ -7,7 +7,7 @@ import struct
 import sys
 from array import array
 
-HELLO, TABLE_PATHS, TABLE_FILES, ALIAS, ORDER = 1, 2, 3, 4, 5
+HELLO, TABLE_PATHS, TABLE_FILES, ALIAS, ORDER, LOADER = 1, 2, 3, 4, 5, 6
 MAX_PAYLOAD = 16 << 20
 ORDER_CHUNK = 1 << 20  # indices per ORDER frame (4 MiB of payload)
 PATHS_CHUNK = 8 << 20  # bytes of paths per TABLE_PATHS frame
@@ -71,6 +71,13 @@ def table_files(table, records):
 
 def alias(key, table):
     return frame(struct.pack("<BQQ", ALIAS, key, table))
+
+
+def loader(stream, batch_size, num_workers, prefetch_factor):
+    """LOADER: the shape of loader `stream` (how far out of order its opens may come)."""
+    text = "batch_size=%d\nnum_workers=%d\nprefetch_factor=%d\n" % (
+        batch_size, num_workers, prefetch_factor)
+    return frame(struct.pack("<BQ", LOADER, stream) + text.encode())
 
 
 def order(table, stream, epoch, indices):

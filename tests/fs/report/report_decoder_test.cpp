@@ -52,6 +52,12 @@ struct Recorder : ReportSink {
     lines.push_back(line);
     return next;
   }
+  Status OnLoader(const ReportLoader& m) override {
+    lines.push_back("LOADER s" + std::to_string(m.stream) + " b" + std::to_string(m.batch_size) +
+                    " w" + std::to_string(m.num_workers) + " f" +
+                    std::to_string(m.prefetch_factor));
+    return next;
+  }
   std::vector<std::string> lines;
   Status next;
 };
@@ -60,8 +66,9 @@ std::string AllTypes() {
   return MainHello(4242, 3) + TablePathsFrame(7, 0, {"train/cat/1.jpg", "", "b\xff"}) +
          TablePathsFrame(7, 3, {}) +
          TableFilesFrame(0xfeedfacecafebeefULL, {{5, {"x", "y/z"}}, {6, {}}, {0xffffffff, {"w"}}}) +
-         AliasFrame(0xfeedfacecafebeefULL, 7) + OrderFrame(7, 1, 2, false, {3, 0, 0xffffffff}) +
-         OrderFrame(7, 1, 2, true, {});
+         AliasFrame(0xfeedfacecafebeefULL, 7) +
+         LoaderFrame(1, "num_workers=8\nbatch_size=256\nlater=x\n") +
+         OrderFrame(7, 1, 2, false, {3, 0, 0xffffffff}) + OrderFrame(7, 1, 2, true, {});
 }
 
 const std::vector<std::string> kAllTypes = {
@@ -70,6 +77,7 @@ const std::vector<std::string> kAllTypes = {
     "PATHS 7 from 3 n0 ",
     "FILES 18369614221190020847 n3 5:2[x][y/z] 6:0 4294967295:1[w]",
     "ALIAS 18369614221190020847 -> 7",
+    "LOADER s1 b256 w8 f-1",
     "ORDER 7 s1 e2 3 0 4294967295",
     "ORDER 7 s1 e2 last",
 };
@@ -79,7 +87,7 @@ TEST_CASE("the report decoder decodes every frame type", "[report]") {
   Recorder r;
   REQUIRE(d.Feed(AllTypes().data(), AllTypes().size(), &r).ok());
   CHECK(r.lines == kAllTypes);
-  CHECK(d.frames() == 7);
+  CHECK(d.frames() == 8);
   CHECK(d.buffered() == 0);
 }
 
@@ -166,6 +174,9 @@ TEST_CASE("the report decoder names each broken rule and stops there", "[report]
       {hello + order_odd, "frame 2: ORDER body truncated"},
       {hello + Frame(5, order.substr(0, 24)), "frame 2: ORDER body truncated"},
       {hello + order_last, "frame 2: ORDER last is 2, not 0 or 1"},
+      {hello + Frame(6, "1234567"), "frame 2: LOADER body truncated"},
+      {hello + LoaderFrame(1, "batch_size=big\n"), "frame 2: LOADER batch_size is not a number"},
+      {hello + LoaderFrame(1, "workers\n"), "frame 2: LOADER line without '='"},
   };
   for (const Broken& c : cases) {
     INFO(c.message);

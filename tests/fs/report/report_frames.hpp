@@ -82,4 +82,10 @@ inline std::string OrderFrame(uint64_t table, uint64_t stream, uint64_t epoch, b
   return Frame(5, body);
 }
 
+inline std::string LoaderFrame(uint64_t stream, const std::string& lines) {
+  std::string body;
+  PutLE(&body, stream);
+  return Frame(6, body + lines);
+}
+
 }  // namespace clairfs::fs::testing

@@ -61,6 +61,24 @@ void Send(ReportedOrders::Connection* c, const std::string& bytes) {
 const std::vector<std::string> kPaths = {"train/cat/1.jpg", "train/cat/2.jpg", "train/dog/3.jpg",
                                          "val/4.jpg"};
 
+TEST_CASE("a segment carries its loader's shape, as the last LOADER of its stream said",
+          "[report]") {
+  Store s;
+  auto c = s.orders.Connect();
+  Send(c.get(), MainHello(100) + TablePathsFrame(7, 0, kPaths) + OrderFrame(7, 1, 0, true, {0}) +
+                    LoaderFrame(1, "batch_size=8\nnum_workers=2\nprefetch_factor=3\n") +
+                    OrderFrame(7, 1, 1, true, {1}) + LoaderFrame(2, "batch_size=64\n") +
+                    OrderFrame(7, 2, 0, true, {2}));
+  REQUIRE(s.orders.SegmentCount(100) == 3);
+  auto none = s.orders.Segment(100, 0);  // before any LOADER
+  auto one = s.orders.Segment(100, 1);
+  auto other = s.orders.Segment(100, 2);  // another stream, another shape
+  REQUIRE((none.ok() && one.ok() && other.ok()));
+  CHECK(none->batch_size == -1);
+  CHECK((one->batch_size == 8 && one->num_workers == 2 && one->prefetch_factor == 3));
+  CHECK((other->batch_size == 64 && other->num_workers == -1 && other->prefetch_factor == -1));
+}
+
 TEST_CASE("reported tables and orders become segments of files", "[report]") {
   Store s;
   auto c = s.orders.Connect();
