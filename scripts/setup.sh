@@ -28,6 +28,7 @@ packages=(
   slurmctld slurmd slurm-client munge
   python3 python3-numpy python3-torch python3-torchvision python3-pil
   python3-venv python3-dev
+  strace
 )
 
 if [[ "${CLAIRFS_SKIP_APT:-0}" != 1 ]]; then

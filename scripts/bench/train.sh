@@ -6,23 +6,25 @@
 # (each epoch's time is the median over the rounds; the machine is noisy):
 #   direct   reading the JPEG tree on the stand-in
 #   clairfs  through 2 clairfsd ranks whose packs are on the stand-in (staged to
-#            local disk in the background), prefetcher told the job's settings
+#            local disk in the background), prefetcher told the job's settings;
+#            with --reported told nothing: the job's order reporter (clairfs-run's
+#            PYTHONPATH) tells it, and ram_cache is a third of the dataset
 #   no I/O   every file read into memory before the clock starts (--preload)
 # Writes a markdown table to stdout and a JSON with every epoch (--json FILE).
 #
 # usage: [CLAIRFSD_ARGS="OPTIONS"] scripts/bench/train.sh [--per-class N] [--epochs E] [--mbps M] [--iops I] [--rounds R]
-#                               [--json FILE]
+#                               [--json FILE] [--reported]
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$repo/${BUILD_DIR:-build}/bin
 PY=/usr/bin/python3
-per_class=256 epochs=3 mbps=50 iops=500 rounds=1 json=""
+per_class=256 epochs=3 mbps=50 iops=500 rounds=1 json="" reported=""
 while (($#)); do
   case $1 in
     --per-class) per_class=$2; shift 2 ;; --epochs) epochs=$2; shift 2 ;;
     --mbps) mbps=$2; shift 2 ;; --iops) iops=$2; shift 2 ;; --json) json=$2; shift 2 ;;
-    --rounds) rounds=$2; shift 2 ;;
-    *) echo "usage: $0 [--per-class N] [--epochs E] [--mbps M] [--iops I] [--rounds R] [--json FILE]" >&2
+    --rounds) rounds=$2; shift 2 ;; --reported) reported=1; shift ;;
+    *) echo "usage: $0 [--per-class N] [--epochs E] [--mbps M] [--iops I] [--rounds R] [--json FILE] [--reported]" >&2
        exit 2 ;;
   esac
 done
@@ -36,7 +38,7 @@ pfs_enter
 
 train() {  # train NAME DATA [extra args]
   local name=$1 data=$2; shift 2
-  "$repo/scripts/run_ranks.sh" 2 $PY "$repo/scripts/train.py" --data "$data" --epochs "$epochs" \
+  "${launch[@]}" "$repo/scripts/run_ranks.sh" 2 $PY "$repo/scripts/train.py" --data "$data" --epochs "$epochs" \
     --workers 2 --batch-size 32 --seed 1 --report "$W/$name.json" "$@" >&2
 }
 cat >"$W/clairfs.yaml" <<YAML
@@ -50,8 +52,16 @@ prefetch_batch_size: 32
 prefetch_workers: 2
 ram_cache: 512M
 YAML
+reporter=()
+if [[ -n $reported ]]; then
+  # No settings at all; RAM for a third of the dataset.
+  bytes=$(find "$PFS_MNT/data/train" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
+  echo "ram_cache: $((bytes / 3))" >"$W/clairfs.yaml"
+  reporter=(env "PYTHONPATH=$BIN/report")
+fi
 for ((round = 1; round <= rounds; round++)); do
   echo "train.sh: round $round of $rounds" >&2
+  launch=()
   drop_caches; train "noio.$round" "$PFS_MNT/data/train" --preload
   drop_caches; train "direct.$round" "$PFS_MNT/data/train"
   drop_caches
@@ -61,6 +71,7 @@ for ((round = 1; round <= rounds; round++)); do
     --mount "$W/mnt{rank}" --local-dir "$W/ssd{rank}" ${CLAIRFSD_ARGS:-} >"$W/log" 2>&1 &
   launcher=$!
   "$BIN/clairfs-wait" "$W/mnt0" "$W/mnt1" --quiet --timeout 120 || { cat "$W/log"; exit 1; }
+  launch=("${reporter[@]}")
   train "clairfs.$round" "$W/mnt{rank}/train"
   cp "$W/mnt0/.clairfs/stats.json" "$W/stats0.json"
   cp "$W/mnt1/.clairfs/stats.json" "$W/stats1.json"
@@ -79,9 +90,12 @@ runs = {k: [{"epoch": e, "seconds": statistics.median(rr[e]["seconds"] for rr in
 stats = [json.load(open("%s/stats%d.json" % (w, r))) for r in (0, 1)]
 p = stats[0].get("prefetch", {})
 reads = sum(s["requests"]["read"] for s in stats)  # READs that missed the page cache
+p_ = stats[0].get("prefetch", {})
 print("Setting: scripts/train.py, 2 ranks x 2 DataLoader workers, batch 32, %d JPEG files "
       "(%s); caches dropped before each run; %d round(s) of the three runs, each epoch the "
-      "median over the rounds." % (n, desc, rounds))
+      "median over the rounds; clairfs prefetcher: %s." % (
+          n, desc, rounds, "the job's reported orders, ram_cache a third of the dataset"
+          if p_.get("sampler") == "reported" else "the job's settings, given"))
 print()
 print("| epoch | no I/O (s) | direct (s) | clairfs (s) | clairfs / no I/O | direct / clairfs |")
 print("| --- | --- | --- | --- | --- | --- |")

@@ -96,6 +96,23 @@ for r in range(nodes):
 PY
 }
 
+# The reporter's open() spares the isatty ioctl CPython makes on every file
+# it opens (FUSE sends it to the daemon): strace sees it only without.
+command -v strace >/dev/null || { echo "FAIL: strace missing (scripts/setup.sh installs it)"; exit 1; }
+start_daemons ioctl 1 || exit 1
+f=$(find "$T/mnt0/train" -type f | head -1)
+tcgets() {  # the TCGETS ioctls on $f of a Python open+read, reporter on or off ($1)
+  CLAIRFS_REPORT=$1 PYTHONPATH="$BIN/report" strace -qq -f -e trace=ioctl -P "$f" \
+    $PY -c 'import sys; open(sys.argv[1], "rb").read()' "$f" 2>&1 >/dev/null | grep -c TCGETS
+}
+off=$(tcgets 0) on=$(tcgets 1)
+kill -TERM "$launcher"; wait "$launcher"; launcher=""
+if [[ $off -ge 1 && $on -eq 0 ]]; then
+  echo "ok: isatty ioctls on a mounted file: $off without the reporter, $on with it"
+else
+  echo "FAIL: isatty ioctls on a mounted file: $off without the reporter, $on with it"; fail=1
+fi
+
 for c in "folder-dist imagefolder distributed 2" "twice-dist twice distributed 1" \
   "folder-random imagefolder random 2"; do
   # shellcheck disable=SC2086

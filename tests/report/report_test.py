@@ -4,6 +4,7 @@ Jobs run as subprocesses of /usr/bin/python3 with PYTHONPATH=scripts/report, so 
 loads through sitecustomize exactly as in a job; a FakeDaemon stands in for clairfsd
 (CLAIRFS_REPORT_SOCKET/CLAIRFS_REPORT_ROOT instead of a mount).
 """
+import io
 import json
 import os
 import shutil
@@ -217,7 +218,8 @@ class Site(Base):
     def test_no_torch_no_imports(self):
         out = self.run_py("import sys, json; print(json.dumps(sorted(m for m in sys.modules"
                           " if 'clairfs' in m)))")
-        self.assertEqual(json.loads(out), ["_clairfs_chained_sitecustomize", "clairfs_report"])
+        self.assertEqual(json.loads(out), ["_clairfs_chained_sitecustomize", "clairfs_report",
+                                           "clairfs_report.spare"])
 
     def test_chains_debian_sitecustomize(self):
         out = self.run_py("import sys; m = sys.modules.get('_clairfs_chained_sitecustomize');"
@@ -234,6 +236,49 @@ class Site(Base):
         out = self.run_py("import os; print(os.environ.get('OTHER_SITE_RAN'))",
                           PYTHONPATH=REPORT_DIR + os.pathsep + other)
         self.assertEqual(out.strip(), "yes")
+
+    def test_spare_open(self):
+        # open() of a file on the mount (here the stand-in root) builds the object CPython
+        # would (type, buffer, line buffering), without asking isatty; elsewhere io.open.
+        code = r"""
+import builtins, io, json, os, sys
+p = sys.argv[1]
+out = {"patched": builtins.open is not io.open, "name": builtins.open.__name__}
+for mode in ("rb", "r"):
+    a, b = builtins.open(p, mode), io.open(p, mode)
+    out[mode] = [type(a) is type(b), a.__sizeof__() == b.__sizeof__(),
+                 getattr(a, "line_buffering", None) == getattr(b, "line_buffering", None),
+                 a.read() == b.read()]
+    a.close(); b.close()
+rel = os.path.relpath(p)
+with builtins.open(rel, "rb") as a, io.open(rel, "rb") as b:
+    out["relative"] = a.__sizeof__() == b.__sizeof__()
+for bad in (12345678, os.path.join(os.path.dirname(p), "missing")):
+    try:
+        builtins.open(bad, "rb")
+    except OSError as e:
+        out.setdefault("errors", []).append(type(e).__name__)
+print(json.dumps(out))
+"""
+        f = os.path.join(self.tmp, "note.txt")
+        with io.open(f, "w") as w:
+            w.write("a line\nanother\n")
+        env = self.env(CLAIRFS_REPORT_SOCKET="@clairfs-report-test-none",
+                       CLAIRFS_REPORT_ROOT=self.tmp)
+        p = subprocess.run([PY, "-c", code, f], env=env, capture_output=True, text=True,
+                           timeout=60, cwd=self.tmp)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = json.loads(p.stdout)
+        self.assertTrue(out["patched"])
+        self.assertEqual(out["name"], "open")
+        self.assertEqual(out["rb"], [True, True, True, True])
+        self.assertEqual(out["r"], [True, True, True, True])
+        self.assertTrue(out["relative"])
+        self.assertEqual(out["errors"], ["OSError", "FileNotFoundError"])  # as io.open raises
+        self.assertEqual(p.stderr, "")
+        off = self.run_py("import builtins, io; print(builtins.open is io.open)",
+                          CLAIRFS_REPORT="0")
+        self.assertEqual(off.strip(), "True")
 
     def test_off(self):
         out = self.run_py("import sys; print(any(type(f).__module__ == 'clairfs_report'"

@@ -1,7 +1,8 @@
 """clairfs order reporter: tells the node's clairfsd the order a job's data loaders draw.
 
 Loaded into every Python process of a job by scripts/report/sitecustomize.py. Importing this
-package does nothing but define the import hook; install() puts it on sys.meta_path. Only
+package does nothing but define the import hook; install() puts it on sys.meta_path and
+replaces builtins.open with clairfs_report.spare.open (no isatty round trip on the mounts). Only
 when the job itself imports torch.utils.data.dataloader are the rest of the package imported
 and torch's loader patched (clairfs_report.torch_hooks). It never imports torch itself.
 Contract and limits: docs/report.md. Off with CLAIRFS_REPORT=0.
@@ -71,6 +72,11 @@ def install():
         return
     if any(isinstance(f, _Finder) for f in sys.meta_path):
         return
+    try:
+        from . import spare  # open() without the isatty round trip on the mounts
+        spare.install()
+    except Exception:
+        pass
     module = sys.modules.get(_TARGET)
     if module is not None:
         _patch(module)

@@ -6,6 +6,7 @@ a file under its mount. send(root, frames) writes to that mount's daemon over on
 per process and daemon, opened lazily (HELLO first) and reopened in a forked child. A failed
 connect or send turns the reporter off for good (guard.fail). Single-thread use.
 """
+import io
 import os
 import socket
 import sys
@@ -59,7 +60,7 @@ def mounts():
             _sockets[roots[0]] = name
         else:
             try:
-                with open("/proc/self/mountinfo", errors="surrogateescape") as f:
+                with io.open("/proc/self/mountinfo", errors="surrogateescape") as f:
                     roots = parse_mountinfo(f.read())
             except OSError:
                 roots = []

@@ -176,6 +176,39 @@ TEST_CASE("with room for everything every predicted open is ready and pushed",
   CHECK(w.str().find("\"ready\":80,") != std::string::npos);
 }
 
+TEST_CASE("a planner replaced while running starts from an empty cache; open counts add up",
+          "[prefetch_engine]") {
+  Fixture f(1 << 20);
+  f.engine->Start();
+  f.WaitFetched(40);
+  f.OpenEpoch(0);
+  REQUIRE(f.cache->Snapshot().bytes > 0);
+  const PrefetchStats before = f.engine->Snapshot();
+  REQUIRE(before.planner.opens == 40);
+  // The same job's order, from a new planner (as the job's report would give).
+  auto next = pf::Planner::Create(f.job.config, f.job.input, clairfs::SteadyClock::Instance());
+  REQUIRE(next.ok());
+  pf::Planner* fresh = next->get();
+  f.engine->Replace(std::move(*next), "reported");
+  CHECK(f.engine->planner().get() == fresh);
+  // Nothing the old planner kept stays in RAM (the new one counts none of it).
+  CHECK(f.engine->Snapshot().planner.resident_files <= 40);
+  f.WaitFetched(before.fetched + 1);  // the new planner fetches again
+  f.OpenEpoch(0);
+  const PrefetchStats after = f.engine->Snapshot();
+  CHECK(after.planner.opens == 80);  // 40 counted by each planner
+  CHECK(after.planner.deviations == 0);
+  CHECK(after.fetched > before.fetched);
+  clairfs::JsonWriter w;
+  w.BeginObject();
+  f.engine->WriteStats(w);
+  w.EndObject();
+  CHECK(w.str().find("\"sampler\":\"reported\"") != std::string::npos);
+  CHECK(w.str().find("\"planners_replaced\":1") != std::string::npos);
+  // The cache holds only what the new planner counts.
+  CHECK(f.cache->Snapshot().bytes <= after.planner.resident_bytes + after.planner.in_flight_bytes);
+}
+
 TEST_CASE("an inode the kernel does not know stays in RAM as the second tier",
           "[prefetch_engine]") {
   Fixture f(1 << 20);
