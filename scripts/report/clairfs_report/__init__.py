@@ -3,14 +3,26 @@
 Loaded into every Python process of a job by scripts/report/sitecustomize.py. Importing this
 package does nothing but define the import hook; install() puts it on sys.meta_path and
 replaces builtins.open with clairfs_report.spare.open (no isatty round trip on the mounts). Only
-when the job itself imports torch.utils.data.dataloader are the rest of the package imported
-and torch's loader patched (clairfs_report.torch_hooks). It never imports torch itself.
+when the job itself imports one of the _TARGETS modules (torch's DataLoader, Keras's adapters
+of a Sequence / PyDataset) are the rest of the package imported and that module patched after
+it ran (clairfs_report.torch_hooks, clairfs_report.keras_hooks). It never imports torch, keras
+or tensorflow itself.
 Contract and limits: docs/report.md. Off with CLAIRFS_REPORT=0.
 """
 import os
 import sys
 
-_TARGET = "torch.utils.data.dataloader"
+# module -> (hooks module, what the failure line names)
+_TARGETS = {
+    "torch.utils.data.dataloader": ("torch_hooks", "torch"),
+    # tf.keras 2: keras 2.13-2.15, keras <= 2.12, tf_keras (Keras 2 beside TF >= 2.16)
+    "keras.src.engine.data_adapter": ("keras_hooks", "keras"),
+    "keras.engine.data_adapter": ("keras_hooks", "keras"),
+    "tf_keras.src.engine.data_adapter": ("keras_hooks", "keras"),
+    # Keras 3
+    "keras.src.trainers.data_adapters.py_dataset_adapter": ("keras_hooks", "keras"),
+    "keras.src.trainers.epoch_iterator": ("keras_hooks", "keras"),
+}
 
 
 class _PatchingLoader:
@@ -35,10 +47,10 @@ class _PatchingLoader:
 
 
 class _Finder:
-    """A sys.meta_path finder that answers only for torch.utils.data.dataloader."""
+    """A sys.meta_path finder that answers only for the _TARGETS modules."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != _TARGET:
+        if fullname not in _TARGETS:
             return None
         try:
             for finder in sys.meta_path:
@@ -55,19 +67,24 @@ class _Finder:
 
 
 def _patch(module):
+    hooks, what = _TARGETS[module.__name__]
     try:
-        from . import torch_hooks
-        torch_hooks.patch(module)
+        if hooks == "torch_hooks":
+            from . import torch_hooks
+            torch_hooks.patch(module)
+        else:
+            from . import keras_hooks
+            keras_hooks.patch(module)
     except Exception as e:
         try:
             from . import guard
-            guard.fail("patching torch: %s: %s" % (type(e).__name__, e))
+            guard.fail("patching %s: %s: %s" % (what, type(e).__name__, e))
         except Exception:
             pass
 
 
 def install():
-    """Installs the import hook once; patches at once if the loader is already imported."""
+    """Installs the import hook once; patches at once the targets already imported."""
     if os.environ.get("CLAIRFS_REPORT", "1") == "0":
         return
     if any(isinstance(f, _Finder) for f in sys.meta_path):
@@ -77,8 +94,8 @@ def install():
         spare.install()
     except Exception:
         pass
-    module = sys.modules.get(_TARGET)
-    if module is not None:
-        _patch(module)
-        return
+    for name in _TARGETS:
+        module = sys.modules.get(name)
+        if module is not None:
+            _patch(module)
     sys.meta_path.insert(0, _Finder())

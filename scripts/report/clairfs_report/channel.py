@@ -20,7 +20,7 @@ _sockets = {}       # root -> abstract socket name or None
 _dirs = {}          # real directory -> (root, relative directory) or None
 _conns = {}         # socket name -> socket (of _conn_pid)
 _conn_pid = None
-hello_context = {}  # rank/world_size from a DistributedSampler, set by torch_hooks
+hello_context = {}  # rank/world_size from a DistributedSampler (torch_hooks); framework
 
 
 def _unescape(field):
@@ -156,7 +156,7 @@ def hello_fields(role):
                  ("local_size", local_size)):
         if v is not None:
             fields[k] = v
-    fields["framework"] = "torch"
+    fields["framework"] = hello_context.get("framework", "torch")
     return fields
 
 

@@ -19,6 +19,7 @@ _registry = {}   # id(dataset) -> (weak reference, Table)
 learned = {}     # id(dataset) -> set of indices whose files were learned (clairfs_report.learn)
 _counter = 0
 _registry_pid = None
+_streams = 0     # loader streams numbered in this process (torch and Keras alike)
 
 
 class Table:
@@ -109,8 +110,8 @@ def _fingerprint_key(ds):
     return int.from_bytes(h.digest(), "little") | (1 << 63)
 
 
-def _make(ds):
-    paths = sample_paths(ds)
+def _make(ds, paths_of):
+    paths = paths_of(ds)
     if paths is not None:
         located = [channel.locate(p) for p in paths]
         roots = [w[0] for w in located if w is not None]
@@ -133,8 +134,11 @@ def _make(ds):
     return Table(LEARNED, list(mounts), key=_fingerprint_key(ds))
 
 
-def table_for(ds):
-    """The Table of an (inner, non-Subset) dataset, made on first use; None: not ours."""
+def table_for(ds, paths_of=sample_paths):
+    """The Table of an (inner, non-Subset) dataset, made on first use; None: not ours.
+
+    paths_of(ds): its files, one per index, or None (then its files are learned).
+    """
     global _registry_pid
     if _registry_pid != os.getpid():  # a forked child makes its own keys
         _registry.clear()
@@ -143,7 +147,7 @@ def table_for(ds):
     hit = _registry.get(k)
     if hit is not None:
         return hit[1]
-    table = _make(ds)
+    table = _make(ds, paths_of)
     try:
         ref = weakref.ref(ds, lambda _r, k=k: _forget(k))
     except TypeError:
@@ -163,6 +167,13 @@ def send_paths(table):
     if table.paths is not None:
         channel.send(table.roots[0], wire.table_paths(table.key, table.paths))
         table.paths = None
+
+
+def new_stream():
+    """The next stream id of this process (1, 2, ...), for a loader's ORDER frames."""
+    global _streams
+    _streams += 1
+    return _streams
 
 
 flatten = chain.from_iterable

@@ -19,7 +19,6 @@ from array import array
 from . import channel, guard, learn, tables, wire
 
 _streams = weakref.WeakKeyDictionary()  # DataLoader -> [stream id, epochs started]
-_next_stream = 0
 _EAGER = ()        # sampler types drawing everything at the first draw
 _RANDOM = None     # RandomSampler: eager only with its own generator (see _plan)
 _BATCH = None
@@ -184,14 +183,12 @@ def _predict(sampler):
 
 
 def _report(ep, whole):
-    global _next_stream
     loader = ep.loader()
     if loader is None:
         return
     rec = _streams.get(loader)
     if rec is None:
-        _next_stream += 1
-        rec = _streams[loader] = [_next_stream, 0]
+        rec = _streams[loader] = [tables.new_stream(), 0]
     epoch = rec[1]
     rec[1] += 1
     if whole is None:

@@ -1,0 +1,247 @@
+"""The patches of Keras's Sequence / PyDataset adapters: each epoch's files, as fit draws them.
+
+fit() over a keras.utils.Sequence (tf.keras 2) or PyDataset (Keras 3), such as
+ImageDataGenerator.flow_from_directory's DirectoryIterator, reads batch after batch from a
+Python generator that tf.data's from_generator runs in one of its threads. The generator's
+first step draws the pass's batch order, `random.shuffle(order)` over range(len(seq)) (fit's
+default shuffle=True; unseeded unless the job seeds Python's `random`), then reads
+seq[order[0]], seq[order[1]], ... A DirectoryIterator maps batch b to the samples
+index_array[b*bs:(b+1)*bs]; its index_array is drawn by the iterator itself (at its first
+__getitem__, then again in each on_epoch_end).
+
+patch(module), after the module ran:
+  - tf.keras 2 (keras.src.engine.data_adapter): KerasSequenceAdapter._handle_multiprocessing's
+    generator function is wrapped (single-process path only: workers <= 1 and no
+    multiprocessing); its on_epoch_end counts epochs; DataHandler.__init__ hands the adapter
+    its steps_per_epoch.
+  - Keras 3 (keras.src.trainers.data_adapters.py_dataset_adapter): the same for
+    PyDatasetAdapter._finite_generator (no enqueuer), epochs counted by on_epoch_begin;
+    keras.src.trainers.epoch_iterator: EpochIterator.__init__ hands its adapter
+    steps_per_epoch.
+  - In both adapter modules the global `random` becomes a _Random: the real module, whose
+    shuffle() calls the real random.shuffle (same call, same moment, same RNG) and then, if
+    the calling thread is in the first step of a watched generator, reports the order drawn,
+    before the generator reads its first batch.
+The report: TABLE_PATHS of the iterator's `filepaths` (once), LOADER (batch size, 0 workers,
+1: one thread reads the batches in order), ORDER of the epoch's sample indices: over the first
+min(steps_per_epoch, len) batches of the drawn order, index_array[b*bs:(b+1)*bs] each, from the
+index_array as it is when the order is drawn. Only for a Sequence whose __getitem__ is Keras's
+own Iterator.__getitem__ and which has `filepaths` and `index_array`; anything else passes
+untouched. An epoch that reads on in a pass drawn in an earlier epoch (Keras 3 with
+steps_per_epoch < len: one order serves several epochs, while on_epoch_end redraws
+index_array under the generator's read-ahead) is not reported: its files are not known
+exactly before they are read.
+Every hook body runs under guard.call: a failure turns the reporter off, never the job. The
+generator runs in a tf.data thread: reports are sent under one lock.
+"""
+import functools
+import threading
+from array import array
+
+from . import channel, guard, tables, wire
+
+_tls = threading.local()   # .watch: the _Pass whose first step this thread is running
+_lock = threading.Lock()   # reports come from tf.data's threads
+_EPOCHS = "_clairfs_epochs"   # adapter attribute: epochs counted so far (see patch)
+_STEPS = "_clairfs_steps"     # adapter attribute: steps_per_epoch given to fit, or None
+_STREAM = "_clairfs_stream"   # adapter attribute: [stream id, last epoch reported]
+
+
+class _Random:
+    """Stands in for the `random` module inside a Keras adapter module."""
+
+    def __init__(self, real):
+        self._real = real
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def shuffle(self, x, *args, **kwargs):
+        out = self._real.shuffle(x, *args, **kwargs)
+        w = getattr(_tls, "watch", None)
+        if w is not None:
+            _tls.watch = None  # the pass's one draw; any later shuffle is not ours
+            guard.call(_report, w, x)
+        return out
+
+
+def patch(module):
+    name = module.__name__
+    if getattr(module, "_clairfs_patched", False):
+        return
+    if name.endswith("engine.data_adapter"):
+        _patch_keras2(module)
+    elif name.endswith("py_dataset_adapter"):
+        _patch_keras3(module)
+    elif name.endswith("epoch_iterator"):
+        _patch_epoch_iterator(module)
+    module._clairfs_patched = True
+
+
+def _swap_random(module):
+    real = getattr(module, "random", None)
+    if real is not None and not isinstance(real, _Random):
+        module.random = _Random(real)
+
+
+def _patch_keras2(module):
+    A, H = module.KerasSequenceAdapter, module.DataHandler
+    orig_handle, orig_end, orig_init = A._handle_multiprocessing, A.on_epoch_end, H.__init__
+
+    @functools.wraps(orig_handle)
+    def _handle_multiprocessing(self, x, workers, use_multiprocessing, max_queue_size):
+        fn = orig_handle(self, x, workers, use_multiprocessing, max_queue_size)
+        if workers > 1 or (workers > 0 and use_multiprocessing) or guard.off:
+            return fn  # the OrderedEnqueuer's threads or processes: not reported
+        shuffled = bool(getattr(self, "_shuffle_sequence", False))
+
+        @functools.wraps(fn)
+        def generator_fn():
+            return _watch(fn(), self, x, shuffled)
+        return generator_fn
+
+    @functools.wraps(orig_end)
+    def on_epoch_end(self, *args, **kwargs):
+        self.__dict__[_EPOCHS] = self.__dict__.get(_EPOCHS, 0) + 1
+        return orig_end(self, *args, **kwargs)
+
+    @functools.wraps(orig_init)
+    def __init__(self, *args, **kwargs):
+        orig_init(self, *args, **kwargs)
+        guard.call(_steps_of_handler, self)
+
+    A._handle_multiprocessing = _handle_multiprocessing
+    A.on_epoch_end = on_epoch_end
+    H.__init__ = __init__
+    _swap_random(module)
+
+
+def _steps_of_handler(handler):
+    adapter = getattr(handler, "_adapter", None)
+    if adapter is not None:
+        adapter.__dict__[_STEPS] = getattr(handler, "_steps_per_epoch", None)
+
+
+def _patch_keras3(module):
+    A = module.PyDatasetAdapter
+    orig_gen, orig_begin = A._finite_generator, A.on_epoch_begin
+
+    @functools.wraps(orig_gen)
+    def _finite_generator(self):
+        gen = orig_gen(self)
+        if guard.off:
+            return gen
+        return _watch(gen, self, self.py_dataset, bool(self.shuffle))
+
+    @functools.wraps(orig_begin)
+    def on_epoch_begin(self, *args, **kwargs):
+        out = orig_begin(self, *args, **kwargs)
+        # fit's first on_epoch_begin is epoch 0; counted after: it raises when misused
+        self.__dict__[_EPOCHS] = self.__dict__.get(_EPOCHS, -1) + 1
+        return out
+
+    A._finite_generator = _finite_generator
+    A.on_epoch_begin = on_epoch_begin
+    _swap_random(module)
+
+
+def _patch_epoch_iterator(module):
+    E = module.EpochIterator
+    orig_init = E.__init__
+
+    @functools.wraps(orig_init)
+    def __init__(self, *args, **kwargs):
+        orig_init(self, *args, **kwargs)
+        guard.call(_steps_of_epoch_iterator, self)
+
+    E.__init__ = __init__
+
+
+def _steps_of_epoch_iterator(it):
+    adapter = getattr(it, "data_adapter", None)
+    if adapter is not None:
+        adapter.__dict__[_STEPS] = getattr(it, "steps_per_epoch", None)
+
+
+class _Pass:
+    """One run of an adapter's generator: the batch order it draws, over one Sequence."""
+    __slots__ = ("adapter", "seq")
+
+    def __init__(self, adapter, seq):
+        self.adapter, self.seq = adapter, seq
+
+
+def _watch(gen, adapter, seq, shuffled):
+    """The generator `gen`, reporting the pass's order at its first step (before any read)."""
+    if guard.off or not _eligible(seq):
+        yield from gen
+        return
+    w = _Pass(adapter, seq)
+    if shuffled:
+        _tls.watch = w  # the first step's random.shuffle reports (_Random.shuffle)
+    else:
+        guard.call(_report, w, None)
+    try:
+        first = next(gen)
+    except StopIteration:
+        return
+    finally:
+        _tls.watch = None
+    yield first
+    yield from gen
+
+
+def _eligible(seq):
+    """A Sequence whose batch b is index_array[b*bs:(b+1)*bs] of its `filepaths`."""
+    get = getattr(type(seq), "__getitem__", None)
+    if get is None or getattr(get, "__qualname__", "") != "Iterator.__getitem__" or \
+            not getattr(get, "__module__", "").split(".")[0] in ("keras", "tf_keras"):
+        return False
+    return all(hasattr(seq, a) for a in ("index_array", "batch_size", "n"))
+
+
+def _filepaths(seq):
+    try:
+        paths = seq.filepaths
+    except Exception:
+        return None
+    if not isinstance(paths, list) or len(paths) != seq.n:
+        return None
+    return paths
+
+
+def _report(w, batch_order):
+    with _lock:
+        _report_locked(w, batch_order)
+
+
+def _report_locked(w, batch_order):
+    adapter, seq = w.adapter, w.seq
+    epoch = adapter.__dict__.get(_EPOCHS, 0)
+    rec = adapter.__dict__.get(_STREAM)
+    if rec is not None and epoch <= rec[1]:
+        return  # a second pass begun within one epoch (not fit's way): not reported
+    index_array = seq.index_array
+    if index_array is None:
+        return  # drawn by the first batch read (no peek before): not known yet
+    table = tables.table_for(seq, _filepaths)
+    if table is None:
+        return
+    if rec is None:
+        rec = adapter.__dict__[_STREAM] = [tables.new_stream(), -1]
+    rec[1] = epoch
+    n_batches = len(seq)
+    if batch_order is None:
+        batch_order = range(n_batches)
+    steps = adapter.__dict__.get(_STEPS)
+    if steps is not None and 0 < steps < len(batch_order):
+        batch_order = batch_order[:steps]
+    bs = int(seq.batch_size)
+    samples = index_array.tolist() if hasattr(index_array, "tolist") else list(index_array)
+    flat = array("I")
+    for b in batch_order:
+        flat.extend(samples[b * bs:(b + 1) * bs])
+    channel.hello_context.setdefault("framework", "keras")
+    frames = [wire.loader(rec[0], max(1, bs), 0, 1)] + wire.order(table.key, rec[0], epoch, flat)
+    tables.send_paths(table)
+    channel.send(table.roots[0], frames)

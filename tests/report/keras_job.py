@@ -1,0 +1,74 @@
+"""A small Keras training job for the reporter's tests (Pattern A): fit over
+ImageDataGenerator.flow_from_directory, seeded, in whichever Keras line the venv has.
+It records every batch the iterator loads (the sample indices, tagged with the run of fit's
+generator that asked for it, so read-ahead past steps_per_epoch is told apart), the losses
+and a hash of the weights after training.
+
+usage: keras_job.py DATA_DIR OUT.json CONFIG_JSON
+CONFIG: {"steps": S or null, "epochs": E, "batch": B, "seed": N, "shuffle": bool (fit's)}
+"""
+import hashlib
+import json
+import os
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+# The frames of the adapters' generators (tf.keras 2, Keras 3): one per pass of fit's.
+GENERATORS = ("generator_fn", "_finite_generator")
+
+
+def pass_of(frame, passes):
+    """The number of the adapter generator's frame on the stack (0, 1, ... as first seen),
+    or None (the adapter's peek). `passes` keeps the frames, so no id is reused."""
+    while frame is not None:
+        if frame.f_code.co_name in GENERATORS and "keras" in frame.f_code.co_filename:
+            for n, f in enumerate(passes):
+                if f is frame:
+                    return n
+            passes.append(frame)
+            return len(passes) - 1
+        frame = frame.f_back
+    return None
+
+
+def main():
+    data, out, cfg = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    tf.keras.utils.set_random_seed(cfg.get("seed", 1))
+    gen = tf.keras.preprocessing.image.ImageDataGenerator(
+        rescale=1.0 / 255, horizontal_flip=True, width_shift_range=0.1)
+    it = gen.flow_from_directory(data, target_size=(8, 8), batch_size=cfg.get("batch", 4),
+                                 seed=cfg.get("seed", 1))
+    loads, passes = [], []
+    make_batch = it._get_batches_of_transformed_samples
+
+    def logged(index_array):
+        loads.append([pass_of(sys._getframe(1), passes), [int(j) for j in index_array]])
+        return make_batch(index_array)
+
+    it._get_batches_of_transformed_samples = logged
+    layers = tf.keras.layers
+    model = tf.keras.Sequential([
+        tf.keras.Input(shape=(8, 8, 3)),
+        layers.Conv2D(4, 3, activation="relu"),
+        layers.GlobalAveragePooling2D(),
+        layers.Dense(it.num_classes),
+    ])
+    model.compile(optimizer=tf.keras.optimizers.SGD(learning_rate=0.1),
+                  loss=tf.keras.losses.CategoricalCrossentropy(from_logits=True))
+    hist = model.fit(it, steps_per_epoch=cfg.get("steps"), epochs=cfg.get("epochs", 3),
+                     shuffle=cfg.get("shuffle", True), verbose=0)
+    h = hashlib.blake2b(digest_size=16)
+    for w in model.get_weights():
+        h.update(np.ascontiguousarray(w).tobytes())
+    result = {"pid": os.getpid(), "keras": tf.keras.__version__ if hasattr(tf.keras, "__version__")
+              else "", "len": len(it), "batch": it.batch_size, "loads": loads,
+              "loss": [float(x) for x in hist.history["loss"]], "weights": h.hexdigest(),
+              "filepaths": [os.path.relpath(p, data) for p in it.filepaths]}
+    with open(out, "w") as f:
+        json.dump(result, f)
+
+
+if __name__ == "__main__":
+    main()
