@@ -96,15 +96,9 @@ void ReportedPrefetch::OnSegment() {
   MutexLock lock(&mu_);
   std::vector<uint64_t> pids = orders_->Processes();
   if (pids.empty()) return;
-  // The node's training processes, when they say how many there are; wait
-  // for all of them, unless one has already moved on to its next epoch.
-  int64_t expected = 0;
-  uint64_t most = 0;
-  for (uint64_t pid : pids) {
-    if (auto info = orders_->Info(pid)) expected = std::max(expected, info->local_size);
-    most = std::max(most, orders_->SegmentCount(pid));
-  }
-  if (static_cast<int64_t>(pids.size()) < expected && most < 2) return;
+  // No waiting for the node's other processes: a local_size (from the
+  // launcher's environment) may count ranks that read through another
+  // daemon of this host. Each one that reports later makes a new planner.
   // Slots by local rank where known, else in order of first report.
   std::stable_sort(pids.begin(), pids.end(), [&](uint64_t a, uint64_t b) {
     auto ia = orders_->Info(a), ib = orders_->Info(b);

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Zero configuration, Keras: the Horovod + Keras tutorial's pattern A
+# (ImageDataGenerator.flow_from_directory + fit(steps_per_epoch), batch order
+# drawn each epoch from Python's unseeded random) on 2 ranks, each reading
+# through its own clairfsd given no prefetch settings, ram_cache a third of
+# the dataset, the order reporter on the job's PYTHONPATH. tf.keras 2: every
+# epoch is reported as fit draws it, so every open but the first 2 batches
+# of an epoch finds its file ready, and none is a deviation. Keras 3 reports
+# the epoch that starts each pass over the iterator (docs/report.md): no
+# deviation, the rest read on demand.
+# A missing venv skips (77), or fails when CI=true.
+set -uo pipefail
+BIN=$CLAIRFS_BIN
+source "$CLAIRFS_SRC/tests/tf/venvs_lib.sh" tf-keras2 tf-current
+source "$CLAIRFS_SRC/tests/fs/dist/ranks_lib.sh" report-keras
+PY=/usr/bin/python3
+SCRIPT=$CLAIRFS_SRC/scripts/keras/train_flow.py
+EPOCHS=3 BATCH=8
+$PY "$CLAIRFS_SRC/scripts/make_imagefolder.py" "$T/data" --classes 4 --per-class 30 --size 48 >/dev/null || exit 1
+"$BIN/clairfs-partition" pack "$T/data" "$T/packed" --partitions 4 --compress none >/dev/null || exit 1
+bytes=$(find "$T/data/train" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
+fail=0
+for venv in tf-keras2 tf-current; do
+  rm -rf "$T"/mnt* "$T"/ssd*
+  "$MPIEXEC" -n 2 "$BIN/clairfsd" --dataset "$T/packed" --mount "$T/mnt{rank}" --local-dir "$T/ssd{rank}" \
+    --ram-cache $((bytes / 3)) >"$T/daemons-$venv.log" 2>&1 &
+  launcher=$!
+  "$BIN/clairfs-wait" "$T/mnt0" "$T/mnt1" --timeout 60 --quiet || { echo "FAIL $venv: mounts"; fail=1; break; }
+  py=$VENVS/$venv/bin/python
+  args=(--epochs $EPOCHS --batch-size $BATCH --image-size 32 --seed 42 --deterministic)
+  PYTHONPATH=$BIN/report timeout 600 "$MPIEXEC" -n 1 "$py" "$SCRIPT" "$T/mnt0/train" "${args[@]}" \
+    : -n 1 "$py" "$SCRIPT" "$T/mnt1/train" "${args[@]}" >"$T/train-$venv.log" 2>&1 ||
+    { echo "FAIL $venv: training"; tail -20 "$T/train-$venv.log"; fail=1; }
+  sleep 1  # inotify reports opens after the fact
+  for r in 0 1; do cp "$T/mnt$r/.clairfs/stats.json" "$T/stats$r.json"; done
+  kill -TERM "$launcher"; wait "$launcher"; launcher=""
+  $PY - "$T" "$venv" "$BATCH" <<'PY' || fail=1
+import json, sys
+t, venv, batch = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ok = True
+log = open("%s/train-%s.log" % (t, venv)).read()
+if "clairfs-report" in log:
+    print("FAIL %s: the reporter gave up: %s" % (venv, log[log.index("clairfs-report"):][:200]))
+    ok = False
+for r in (0, 1):
+    s = json.load(open("%s/stats%d.json" % (t, r)))
+    p, rep = s["prefetch"], s["report"]
+    if p.get("sampler") != "reported" or p["deviations"] != 0 or rep["connections_closed_bad"] != 0:
+        print("FAIL %s daemon %d: %s / %s" % (venv, r, {k: p.get(k) for k in ("sampler", "deviations")}, rep))
+        ok = False
+        continue
+    for e in p["per_epoch"]:
+        print("%s daemon %d epoch %d: %d of %d opens ready, %d stalls; %d unreported opens in all"
+              % (venv, r, e["epoch"], e["ready"], e["opens"], e["stalls"], p["unreported_opens"]))
+    if venv == "tf-keras2":
+        epochs = [e for e in p["per_epoch"] if e["epoch"] >= 1]
+        if len(epochs) < 2 or any(e["stalls"] > 2 * batch or e["deviations"] for e in epochs):
+            print("FAIL %s daemon %d: epochs after the first not ready" % (venv, r))
+            ok = False
+sys.exit(0 if ok else 1)
+PY
+done
+[[ $fail -eq 0 ]] && echo "1 passed, 0 failed" || echo "0 passed, 1 failed"
+exit $fail
