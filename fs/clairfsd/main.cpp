@@ -291,6 +291,10 @@ int main(int argc, char** argv) {
   if (config.report) {
     reported = std::make_unique<fs::ReportedPrefetch>(&report_orders, &engines, manifest,
                                                       config.ram_cache);
+    if (job && engines.get()) {
+      reported->CheckAgainst(fs::PredictedFiles(*job), config.prefetch_start_epoch,
+                             engines.get()->in_dataset());
+    }
     report_orders.SetListener([r = reported.get()] { r->OnSegment(); });
     // Listening now names the channel for the control file; the thread that
     // serves it starts with the mount.
@@ -302,7 +306,10 @@ int main(int argc, char** argv) {
                    "report: no channel for the job's orders: " + listening.ToString());
     }
     options.stats_sections.emplace_back(
-        "report", [&report_orders](clairfs::JsonWriter& w) { report_orders.WriteStats(w); });
+        "report", [&report_orders, r = reported.get()](clairfs::JsonWriter& w) {
+          report_orders.WriteStats(w);
+          w.String("settings_check", r->settings_check());
+        });
   }
   // The engine's opens: the dataset's files under a sampler, any file for reports.
   const std::vector<uint8_t> watched =

@@ -81,6 +81,28 @@ Result<prefetch::Listing> ListingFromManifest(const format::Manifest& manifest, 
   return listing;
 }
 
+std::function<Result<std::vector<uint32_t>>(uint64_t, uint64_t)> PredictedFiles(
+    const PrefetchJob& job) {
+  return [order = job.order, file_of_index = job.input.file_of_index](
+             uint64_t rank, uint64_t epoch) -> Result<std::vector<uint32_t>> {
+    const pf::Sampler& sampler = order->sampler();
+    if (sampler.world_size() == 1) rank = 0;
+    auto batches = sampler.Batches(rank, epoch);
+    if (!batches.ok()) return batches.status();
+    if (batches->has_value()) return Status::Unsupported("the epoch's read order is unknowable");
+    auto indices = sampler.Order(rank, epoch);
+    if (!indices.ok()) return indices.status();
+    std::vector<uint32_t> files;
+    files.reserve(indices->size());
+    for (pf::Index i : *indices) {
+      if (i < file_of_index.size() && file_of_index[i] != pf::kNoFile) {
+        files.push_back(file_of_index[i]);
+      }
+    }
+    return files;
+  };
+}
+
 Result<PrefetchJob> BuildPrefetchJob(const Config& config, const format::Manifest& manifest,
                                      uint64_t node, uint64_t nodes) {
   auto spec = OrderSpecFromConfig(config);

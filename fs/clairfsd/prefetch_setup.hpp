@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,6 +50,13 @@ Result<prefetch::OrderSpec> OrderSpecFromConfig(const Config& config);
 
 // The files (and empty directories) under `root` of the manifest, relative to it.
 Result<prefetch::Listing> ListingFromManifest(const format::Manifest& manifest, uint32_t root);
+
+// The files (manifest nodes, in read order) the job's settings predict for
+// `rank` in `epoch`: to check reported orders against. A single-stream
+// sampler answers for every rank; a sampler whose epochs are sets of
+// batches (no read order) answers Unsupported. Keeps the job's order alive.
+std::function<Result<std::vector<uint32_t>>(uint64_t rank, uint64_t epoch)> PredictedFiles(
+    const PrefetchJob& job);
 
 // `node` of `nodes` daemons. config.prefetch_sampler must not be "none".
 Result<PrefetchJob> BuildPrefetchJob(const Config& config, const format::Manifest& manifest,

@@ -92,10 +92,62 @@ std::vector<uint8_t> ReportedPrefetch::AllFiles(const format::Manifest& manifest
   return files;
 }
 
+void ReportedPrefetch::CheckAgainst(Prediction predict, uint64_t start_epoch,
+                                    std::vector<uint8_t> files) {
+  MutexLock lock(&mu_);
+  predict_ = std::move(predict);
+  predict_start_ = start_epoch;
+  predict_files_ = std::move(files);
+}
+
+std::string ReportedPrefetch::settings_check() const {
+  MutexLock lock(&mu_);
+  return check_;
+}
+
+void ReportedPrefetch::Check(const std::vector<uint64_t>& pids) {
+  if (!predict_ || (!check_.empty() && check_ != "agree")) return;  // said once
+  for (uint64_t pid : pids) {
+    const uint64_t count = orders_->SegmentCount(pid);
+    auto seg = orders_->Segment(pid, count - 1);
+    auto info = orders_->Info(pid);
+    if (!seg.ok() || seg->files.empty()) continue;
+    // Another loader (a validation pass over other files) is not the one the
+    // settings describe.
+    bool ours = true;
+    for (uint32_t f : seg->files) ours &= f < predict_files_.size() && predict_files_[f] != 0;
+    if (!ours) continue;
+    const uint64_t rank = info && info->rank >= 0 ? static_cast<uint64_t>(info->rank) : 0;
+    auto want = predict_(rank, predict_start_ + seg->epoch);
+    if (!want.ok()) continue;
+    const std::string where =
+        "rank " + std::to_string(rank) + " epoch " + std::to_string(seg->epoch);
+    if (want->size() != seg->files.size()) {
+      check_ = where + " reported " + std::to_string(seg->files.size()) +
+               " files where the settings predict " + std::to_string(want->size()) +
+               "; prefetch_world_size, prefetch_ranks_per_node or drop_last differs";
+    } else {
+      size_t at = 0;
+      while (at < want->size() && (*want)[at] == seg->files[at]) ++at;
+      if (at == want->size()) {
+        check_ = "agree";
+        continue;
+      }
+      check_ = where + " reported " + manifest_->Path(seg->files[at]) + " at position " +
+               std::to_string(at) + " where the settings predict " + manifest_->Path((*want)[at]) +
+               "; the same number of files: prefetch_seed (or the shuffle) differs";
+    }
+    Log(LogLevel::kWarn, "prefetch: the job's reported order differs from the settings' (" +
+                             check_ + "); following the report");
+    return;
+  }
+}
+
 void ReportedPrefetch::OnSegment() {
   MutexLock lock(&mu_);
   std::vector<uint64_t> pids = orders_->Processes();
   if (pids.empty()) return;
+  Check(pids);
   // No waiting for the node's other processes: a local_size (from the
   // launcher's environment) may count ranks that read through another
   // daemon of this host. Each one that reports later makes a new planner.

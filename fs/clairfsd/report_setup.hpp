@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "base/mutex.hpp"
@@ -76,8 +77,20 @@ class ReportedPrefetch {
   ReportedPrefetch(const ReportedOrders* orders, EngineSlot* engine,
                    std::shared_ptr<const format::Manifest> manifest, uint64_t budget);
 
+  // What the settings predict for a rank and epoch (manifest nodes in read
+  // order), when a sampler is configured, and their dataset's files (by
+  // node, 1 = predicted): each process's latest reported segment of those
+  // files is checked against it, and the first disagreement logged once.
+  using Prediction = std::function<Result<std::vector<uint32_t>>(uint64_t rank, uint64_t epoch)>;
+  void CheckAgainst(Prediction predict, uint64_t start_epoch, std::vector<uint8_t> files)
+      CLAIRFS_EXCLUDES(mu_);
+
   // A segment completed (ReportedOrders' listener).
   void OnSegment() CLAIRFS_EXCLUDES(mu_);
+
+  // The check against the settings: "" (no sampler configured, or nothing
+  // comparable reported yet), "agree", or the first disagreement.
+  std::string settings_check() const CLAIRFS_EXCLUDES(mu_);
 
   // A disabled planner over the manifest's files: the engine's planner until
   // the first report (a reactive cache within `budget`).
@@ -92,8 +105,15 @@ class ReportedPrefetch {
   const std::shared_ptr<const format::Manifest> manifest_;
   const uint64_t budget_;
 
-  Mutex mu_;
+  // Compares the latest segment of each of `pids` with the prediction.
+  void Check(const std::vector<uint64_t>& pids) CLAIRFS_REQUIRES(mu_);
+
+  mutable Mutex mu_;
   std::vector<uint64_t> pids_ CLAIRFS_GUARDED_BY(mu_);  // the running planner's slots
+  Prediction predict_ CLAIRFS_GUARDED_BY(mu_);
+  uint64_t predict_start_ CLAIRFS_GUARDED_BY(mu_) = 0;
+  std::vector<uint8_t> predict_files_ CLAIRFS_GUARDED_BY(mu_);
+  std::string check_ CLAIRFS_GUARDED_BY(mu_);
 };
 
 }  // namespace clairfs::fs

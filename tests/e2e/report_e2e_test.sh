@@ -25,19 +25,21 @@ bytes=$(find "$T/data/train" -type f -printf '%s\n' | awk '{s += $1} END {print 
 ram=$((bytes / 3))
 
 fail=0
-start_daemons() {  # NAME NODES: daemon r mounts $T/mnt{r}
+start_daemons() {  # NAME NODES [OPTION...]: daemon r mounts $T/mnt{r}
   "$MPIEXEC" -n "$2" "$BIN/clairfsd" --dataset "$T/packed" --mount "$T/mnt{rank}" \
-    --local-dir "$T/ssd{rank}" --ram-cache "$ram" >"$T/$1.daemons.log" 2>&1 &
+    --local-dir "$T/ssd{rank}" --ram-cache "$ram" "${@:3}" >"$T/$1.daemons.log" 2>&1 &
   launcher=$!
   local mounts=("$T/mnt0")
   (($2 > 1)) && mounts+=("$T/mnt1")
   "$BIN/clairfs-wait" "${mounts[@]}" --timeout 60 --quiet ||
     { echo "FAIL $1: mounts"; cat "$T/$1.daemons.log"; return 1; }
 }
-run_case() {  # NAME DATASET SAMPLER NODES
-  local name=$1 dataset=$2 sampler=$3 nodes=$4 mnt="$T/mnt{rank}"
+run_case() {  # NAME DATASET SAMPLER NODES CHECK [OPTION...]: CHECK is the report's
+  # settings_check wanted ("-" for "", else a word it contains); OPTIONs go to clairfsd
+  local name=$1 dataset=$2 sampler=$3 nodes=$4 check=$5 mnt="$T/mnt{rank}"
+  local opts=("${@:6}")
   ((nodes == 1)) && mnt="$T/mnt0"
-  start_daemons "$name" "$nodes" || return 1
+  start_daemons "$name" "$nodes" "${opts[@]}" || return 1
   local args=(--dataset "$dataset" --sampler "$sampler" --epochs $EPOCHS --workers $WORKERS
               --batch-size $BATCH --seed 3)
   # The same job, seeded alike, without the reporter: same samples, same draws.
@@ -47,16 +49,17 @@ run_case() {  # NAME DATASET SAMPLER NODES
   # Stats are counted from here: the run without the reporter read every file
   # once, so the daemons' planners start over for the measured run.
   kill -TERM "$launcher"; wait "$launcher"
-  start_daemons "$name" "$nodes" || return 1
+  start_daemons "$name" "$nodes" "${opts[@]}" || return 1
   PYTHONPATH="$BIN/report" "$CLAIRFS_SRC/scripts/run_ranks.sh" 2 \
     $PY "$CLAIRFS_SRC/tests/e2e/report_train.py" --data "$mnt/train" "${args[@]}" \
     --log "$T/$name.on" 2>"$T/$name.on.err" || { echo "FAIL $name: the job with the reporter"; cat "$T/$name.on.err"; return 1; }
   for ((d = 0; d < nodes; d++)); do cp "$T/mnt$d/.clairfs/stats.json" "$T/$name.stats$d.json"; done
   kill -TERM "$launcher"; wait "$launcher"
   launcher=""
-  $PY - "$T" "$name" "$BATCH" "$WORKERS" "$nodes" <<'PY'
+  $PY - "$T" "$name" "$BATCH" "$WORKERS" "$nodes" "$check" <<'PY'
 import hashlib, json, os, sys
 t, name, batch, workers, nodes = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+check = sys.argv[6]
 root = os.path.join(t, "data", "train")
 source = {}
 for d, _, names in os.walk(root):
@@ -81,6 +84,9 @@ for r in range(nodes):
     s = json.load(open(os.path.join(t, "%s.stats%d.json" % (name, r))))
     rep, p = s["report"], s["prefetch"]
     assert rep["segments"] >= 3 and rep["connections_closed_bad"] == 0 and rep["first_error"] == "", rep
+    # Settings given beside the report: checked against it, the report followed.
+    got = rep["settings_check"]
+    assert (got == "") if check == "-" else (check in got), "%s: settings_check %r, want %r" % (name, got, check)
     assert p["sampler"] == "reported" and p["enabled"] and not p["lost"], p
     assert s["errors"]["corruption"] == 0 and s["errors"]["io"] == 0, s["errors"]
     later = [e for e in p["per_epoch"] if e["epoch"] >= 1]
@@ -113,8 +119,13 @@ else
   echo "FAIL: isatty ioctls on a mounted file: $off without the reporter, $on with it"; fail=1
 fi
 
-for c in "folder-dist imagefolder distributed 2" "twice-dist twice distributed 1" \
-  "folder-random imagefolder random 2"; do
+# Settings for DistributedSampler(seed=3) of the job, right and wrong.
+given=(--prefetch-sampler torch-distributed --prefetch-root train --prefetch-epochs 3
+  --prefetch-world-size 2 --prefetch-ranks-per-node 1 --prefetch-batch-size 8 --prefetch-workers 2)
+for c in "folder-dist imagefolder distributed 2 -" "twice-dist twice distributed 1 -" \
+  "folder-random imagefolder random 2 -" \
+  "folder-right imagefolder distributed 2 agree ${given[*]} --prefetch-seed 3" \
+  "folder-wrong imagefolder distributed 2 prefetch_seed ${given[*]} --prefetch-seed 4"; do
   # shellcheck disable=SC2086
   run_case $c || { echo "FAIL: case ${c%% *}"; fail=1; }
 done
