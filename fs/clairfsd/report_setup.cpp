@@ -226,7 +226,12 @@ void ReportedPrefetch::OnSegment() {
   Log(LogLevel::kInfo, "prefetch: following the orders reported by " + std::to_string(pids.size()) +
                            " process(es) [pid " + who + "], budget " + std::to_string(budget_) +
                            " bytes");
-  engine_->GetOrMake()->Replace(std::move(*planner), "reported");
+  // The epochs as the job counts them: the loader of the first slot's
+  // segment, and its own epoch count.
+  engine_->GetOrMake()->Replace(std::move(*planner), "reported",
+                                [orders = orders_, pid = pids.front()](uint64_t epoch) {
+                                  return orders->SegmentLoader(pid, epoch);
+                                });
   pids_ = std::move(pids);
 }
 

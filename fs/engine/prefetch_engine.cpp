@@ -40,7 +40,8 @@ std::shared_ptr<pf::Planner> PrefetchEngine::planner() const {
   return planner_;
 }
 
-void PrefetchEngine::Replace(std::unique_ptr<pf::Planner> planner, std::string sampler) {
+void PrefetchEngine::Replace(std::unique_ptr<pf::Planner> planner, std::string sampler,
+                             LoaderOf loader_of) {
   {
     MutexLock lock(&planner_mu_);
     const pf::PlannerStats old = planner_->Stats();
@@ -57,6 +58,7 @@ void PrefetchEngine::Replace(std::unique_ptr<pf::Planner> planner, std::string s
     retired_.evictions += old.evictions;
     planner_ = std::move(planner);
     sampler_ = std::move(sampler);
+    loader_of_ = std::move(loader_of);
     ++replacements_;
   }
   // Every kept byte was the old planner's: drop them all (the cache tells

@@ -53,8 +53,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -120,7 +122,12 @@ class PrefetchEngine final : public OpenObserver, public FileOwner {
   // Hands the decisions to `planner` from now on; `sampler` names its order's
   // source in stats.json. Empties the RAM cache (its files were the old
   // planner's). Safe while running.
-  void Replace(std::unique_ptr<prefetch::Planner> planner, std::string sampler);
+  // `loader_of` (optional) names the job's loader and its own epoch count
+  // for a planner epoch (stats.json's per_epoch: the epochs as the job
+  // counts them).
+  using LoaderOf = std::function<std::optional<std::pair<uint64_t, uint64_t>>(uint64_t epoch)>;
+  void Replace(std::unique_ptr<prefetch::Planner> planner, std::string sampler,
+               LoaderOf loader_of = {});
   // Wakes the idle fetch threads: the planner may have work (an epoch's
   // order just arrived).
   void Wake() { work_cv_.NotifyAll(); }
@@ -177,6 +184,7 @@ class PrefetchEngine final : public OpenObserver, public FileOwner {
   mutable Mutex planner_mu_;
   std::shared_ptr<prefetch::Planner> planner_ CLAIRFS_GUARDED_BY(planner_mu_);
   std::string sampler_ CLAIRFS_GUARDED_BY(planner_mu_);
+  LoaderOf loader_of_ CLAIRFS_GUARDED_BY(planner_mu_);
   // The open counts of the planners replaced so far, added to the current one's.
   prefetch::PlannerStats retired_ CLAIRFS_GUARDED_BY(planner_mu_);
   uint64_t replacements_ CLAIRFS_GUARDED_BY(planner_mu_) = 0;

@@ -58,11 +58,13 @@ void PrefetchEngine::WriteStats(clairfs::JsonWriter& w) const {
   std::shared_ptr<prefetch::Planner> planner;
   std::string sampler;
   uint64_t replacements = 0;
+  LoaderOf loader_of;
   {
     MutexLock lock(&planner_mu_);
     planner = planner_;
     sampler = sampler_;
     replacements = replacements_;
+    loader_of = loader_of_;
   }
   w.String("sampler", sampler).Bool("enabled", p.enabled).Bool("lost", p.lost);
   if (!options_.reason.empty()) w.String("reason", options_.reason);
@@ -141,8 +143,11 @@ void PrefetchEngine::WriteStats(clairfs::JsonWriter& w) const {
         .Integer("ready", e.ready)
         .Integer("stalls", e.stalls)
         .Integer("deviations", e.deviations)
-        .Integer("resyncs", e.resyncs)
-        .EndObject();
+        .Integer("resyncs", e.resyncs);
+    if (auto loader = loader_of ? loader_of(e.epoch) : std::nullopt) {
+      w.Integer("loader", loader->first).Integer("loader_epoch", loader->second);
+    }
+    w.EndObject();
   }
   w.EndArray();
 }

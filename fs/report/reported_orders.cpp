@@ -276,6 +276,18 @@ uint64_t ReportedOrders::SegmentCount(uint64_t pid) const {
   return it == processes_.end() ? 0 : it->second.completed;
 }
 
+std::optional<std::pair<uint64_t, uint64_t>> ReportedOrders::SegmentLoader(uint64_t pid,
+                                                                           uint64_t seq) const {
+  MutexLock lock(&mu_);
+  auto it = processes_.find(pid);
+  if (it == processes_.end() || seq >= it->second.completed) return std::nullopt;
+  const Process& p = it->second;
+  const uint64_t dropped = p.completed - p.kept.size();
+  if (seq < dropped) return std::nullopt;
+  const StoredSegment& s = p.kept[seq - dropped];
+  return std::make_pair(s.stream, s.epoch);
+}
+
 Result<ReportedSegment> ReportedOrders::Segment(uint64_t pid, uint64_t seq) const {
   MutexLock lock(&mu_);
   auto it = processes_.find(pid);

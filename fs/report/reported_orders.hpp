@@ -85,6 +85,9 @@ class ReportedOrders {
   // resolved now. Unavailable when seq >= SegmentCount(pid) (not reported
   // yet), NotFound when it was dropped (only the latest kept_segments stay).
   Result<ReportedSegment> Segment(uint64_t pid, uint64_t seq) const;
+  // The loader and its epoch (stream, epoch) of segment `seq` of process
+  // `pid`, without resolving its files; nullopt when not kept or not there.
+  std::optional<std::pair<uint64_t, uint64_t>> SegmentLoader(uint64_t pid, uint64_t seq) const;
   // Called (without the lock, from the connection's thread) after every
   // completed segment. Set it before the server starts, or from any thread.
   void SetListener(std::function<void()> f);

@@ -89,6 +89,9 @@ for r in range(nodes):
     assert (got == "") if check == "-" else (check in got), "%s: settings_check %r, want %r" % (name, got, check)
     assert p["sampler"] == "reported" and p["enabled"] and not p["lost"], p
     assert s["errors"]["corruption"] == 0 and s["errors"]["io"] == 0, s["errors"]
+    # The epochs as the job counts them: one loader, its epochs 0, 1, 2.
+    assert [(e.get("loader"), e.get("loader_epoch")) for e in p["per_epoch"]] == \
+        [(1, e["epoch"]) for e in p["per_epoch"]], p["per_epoch"]
     later = [e for e in p["per_epoch"] if e["epoch"] >= 1]
     assert later, p["per_epoch"]
     for e in later:
