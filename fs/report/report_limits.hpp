@@ -9,7 +9,7 @@ namespace clairfs::fs {
 
 struct ReportLimits {
   // Everything reported (tables, learned files, segments, segments in progress),
-  // estimated from the sizes of its strings and vectors (config report_memory).
+  // estimated from the sizes of its strings and vectors (not a config key yet).
   uint64_t memory_bytes = uint64_t{512} << 20;
   // Connections open at once; more are closed at accept.
   uint32_t max_connections = 256;
