@@ -44,18 +44,7 @@ void PrefetchEngine::Replace(std::unique_ptr<pf::Planner> planner, std::string s
                              LoaderOf loader_of) {
   {
     MutexLock lock(&planner_mu_);
-    const pf::PlannerStats old = planner_->Stats();
-    retired_.opens += old.opens;
-    retired_.predicted_opens += old.predicted_opens;
-    retired_.ready_opens += old.ready_opens;
-    retired_.stalled_opens += old.stalled_opens;
-    retired_.stall_ns += old.stall_ns;
-    retired_.max_stall_ns = std::max(retired_.max_stall_ns, old.max_stall_ns);
-    retired_.deviations += old.deviations;
-    retired_.repeat_opens += old.repeat_opens;
-    retired_.unreported_opens += old.unreported_opens;
-    retired_.admissions += old.admissions;
-    retired_.evictions += old.evictions;
+    AddOpenCounts(planner_->Stats(), &retired_);
     planner_ = std::move(planner);
     sampler_ = std::move(sampler);
     loader_of_ = std::move(loader_of);

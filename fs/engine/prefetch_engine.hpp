@@ -162,6 +162,9 @@ class PrefetchEngine final : public OpenObserver, public FileOwner {
     std::atomic<uint64_t> listed_pushes{0}, late_pushes{0};
   };
 
+  // Adds the counts of opens (and admissions, evictions) of `from` to `to`:
+  // a replaced planner's, to the current one's.
+  static void AddOpenCounts(const prefetch::PlannerStats& from, prefetch::PlannerStats* to);
   void Observe(uint32_t node, bool answering);
   void Run(std::stop_token stop);
   void Fetch(prefetch::Planner& planner, prefetch::FileId file);

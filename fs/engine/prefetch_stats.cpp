@@ -11,6 +11,20 @@ uint64_t Get(const std::atomic<uint64_t>& a) { return a.load(std::memory_order_r
 
 }  // namespace
 
+void PrefetchEngine::AddOpenCounts(const prefetch::PlannerStats& from, prefetch::PlannerStats* to) {
+  to->opens += from.opens;
+  to->predicted_opens += from.predicted_opens;
+  to->ready_opens += from.ready_opens;
+  to->stalled_opens += from.stalled_opens;
+  to->stall_ns += from.stall_ns;
+  to->max_stall_ns = std::max(to->max_stall_ns, from.max_stall_ns);
+  to->deviations += from.deviations;
+  to->repeat_opens += from.repeat_opens;
+  to->unreported_opens += from.unreported_opens;
+  to->admissions += from.admissions;
+  to->evictions += from.evictions;
+}
+
 PrefetchStats PrefetchEngine::Snapshot() const {
   PrefetchStats s;
   prefetch::PlannerStats retired;
@@ -21,18 +35,7 @@ PrefetchStats PrefetchEngine::Snapshot() const {
     retired = retired_;
   }
   s.planner = planner->Stats();
-  prefetch::PlannerStats& p = s.planner;
-  p.opens += retired.opens;
-  p.predicted_opens += retired.predicted_opens;
-  p.ready_opens += retired.ready_opens;
-  p.stalled_opens += retired.stalled_opens;
-  p.stall_ns += retired.stall_ns;
-  p.max_stall_ns = std::max(p.max_stall_ns, retired.max_stall_ns);
-  p.deviations += retired.deviations;
-  p.repeat_opens += retired.repeat_opens;
-  p.unreported_opens += retired.unreported_opens;
-  p.admissions += retired.admissions;
-  p.evictions += retired.evictions;
+  AddOpenCounts(retired, &s.planner);
   const Counters& c = counters_;
   s.ready_in_page_cache = Get(c.ready_in_page_cache);
   s.ready_in_ram = Get(c.ready_in_ram);
