@@ -87,11 +87,13 @@ void RamCache::InsertLocked(BlockKey key, const BlockRef& block, std::vector<Blo
   }
   // With an owner this holds unless its eviction of another file has not
   // reached EraseFile yet (a moment after its decision): the block is then
-  // served and not kept, and the owner counts the file without its bytes
-  // until it drops it (a fetch checks and tells it at once) - never fewer
-  // bytes than the cache holds.
+  // served, not kept, and the whole file let go on both sides.
   if (bytes_ + size > capacity_) {
     ++counters_.rejected;
+    if (owner_ != nullptr) {
+      EraseFileLocked(BlockNode(key), dropped);
+      owner_->Dropped(BlockNode(key));
+    }
     return;
   }
   blocks_.emplace(key, block);
@@ -153,6 +155,12 @@ void RamCache::EraseFile(uint32_t node) {
   std::vector<BlockRef> dropped;  // freed after the lock is released
   MutexLock lock(&mu_);
   EraseFileLocked(node, &dropped);
+}
+
+void RamCache::EraseFileIf(uint32_t node, const std::function<bool()>& decide) {
+  std::vector<BlockRef> dropped;  // freed after the lock is released
+  MutexLock lock(&mu_);
+  if (decide()) EraseFileLocked(node, &dropped);
 }
 
 CacheStats RamCache::Snapshot() const {

@@ -14,7 +14,9 @@
 // the files to drop to make room, and the owner's own evictions come back
 // through EraseFile. The cache then never evicts on its own, so every byte
 // it holds belongs to a file the owner counts, and the owner's budget is the
-// cache's capacity.
+// cache's capacity. A kept block that does not fit (the owner's eviction of
+// another file has not reached the cache yet) is served, and its file let go
+// on both sides: the owner never counts a file without its bytes.
 //
 // Thread-safe. One mutex (mu_) guards the maps, the byte count, the policy
 // and the calls to the owner; it is never held during a load, a copy or a
@@ -49,7 +51,8 @@ class FileOwner {
   // file's bytes are counted by the owner); `drop` receives files whose
   // blocks must go first. False: serve it, do not keep it.
   virtual bool Keep(uint32_t node, std::vector<uint32_t>* drop) = 0;
-  // The cache dropped the blocks of `node` on its own (Clear): no longer held.
+  // The cache dropped the blocks of `node` on its own (Clear, or a kept
+  // block that did not fit): no longer held.
   virtual void Dropped(uint32_t node) = 0;
 };
 
@@ -71,6 +74,10 @@ class RamCache {
   // Drops every cached block of file `node` (the owner's evictions); readers
   // holding them keep them alive. Not counted as evictions.
   void EraseFile(uint32_t node);
+  // The same if `decide`, run under the cache's lock, returns true: the
+  // owner's change (or its check that the file is still let go) and the
+  // erase are one moment for the cache, with no Keep of the file between.
+  void EraseFileIf(uint32_t node, const std::function<bool()>& decide);
   // Drops every block (a test hook, and for a future memory-pressure signal);
   // the owner is told of each file.
   void Clear();

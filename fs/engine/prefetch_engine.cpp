@@ -228,7 +228,7 @@ void PrefetchEngine::Run(std::stop_token stop) {
     }
     for (size_t i = 0; i < plan.fetch.size(); ++i) {
       if (stop.stop_requested()) {
-        for (size_t j = i; j < plan.fetch.size(); ++j) planner->OnFetchFailed(plan.fetch[j]);
+        for (size_t j = i; j < plan.fetch.size(); ++j) Unfetched(*planner, plan.fetch[j]);
         MutexLock lock(&mu_);
         for (size_t j = i; j < plan.fetch.size(); ++j) fetching_.erase(plan.fetch[j]);
         break;
@@ -248,11 +248,10 @@ void PrefetchEngine::Fetch(pf::Planner& planner, pf::FileId file) {
       // Loaded but not kept: the room was not free yet (an eviction decided
       // a moment earlier had not reached the cache). Not counted any more.
       Stats::Add(counters_.not_kept, 1);
-      if (Current(planner)) cache_->EraseFile(file);
-      planner.OnEvicted(file);
+      Forget(planner, file, [&] { planner.OnEvicted(file); });
     } else {
       Stats::Add(counters_.fetch_failures, 1);
-      planner.OnFetchFailed(file);
+      Unfetched(planner, file);
     }
     {
       MutexLock lock(&mu_);
@@ -280,17 +279,42 @@ void PrefetchEngine::Fetch(pf::Planner& planner, pf::FileId file) {
   }
   {
     MutexLock lock(&mu_);
-    fetching_.erase(file);
     if (pushed) {
       pushed_.insert(file);
     } else {
       pushed_.erase(file);
     }
   }
+  // The planner knows the file resident before anyone waiting for it, or
+  // reading the counters, is told it is done: an open that follows finds it
+  // ready.
+  Drop(planner, planner.OnFetched(file, bytes));
+  {
+    MutexLock lock(&mu_);
+    fetching_.erase(file);
+  }
   Stats::Add(counters_.fetched, 1);
   Stats::Add(counters_.fetched_bytes, bytes);
   done_cv_.NotifyAll();
-  Drop(planner, planner.OnFetched(file, bytes));
+}
+
+void PrefetchEngine::Forget(const pf::Planner& planner, pf::FileId file,
+                            const std::function<void()>& change) {
+  if (Current(planner)) {
+    cache_->EraseFileIf(file, [&] {
+      change();
+      // A reader may have admitted the file again since this plan was made.
+      return !planner.Holds(file);
+    });
+  } else {
+    change();  // a replaced planner's files are not the cache's business
+  }
+}
+
+void PrefetchEngine::Unfetched(pf::Planner& planner, pf::FileId file) {
+  // A reader may have loaded the file while it was in flight (kept: the
+  // planner held it); those bytes go with the planner's count.
+  Forget(planner, file, [&] { planner.OnFetchFailed(file); });
 }
 
 bool PrefetchEngine::Current(const pf::Planner& planner) const {
@@ -305,7 +329,9 @@ void PrefetchEngine::Drop(const pf::Planner& planner, const std::vector<pf::File
     MutexLock lock(&mu_);
     for (pf::FileId f : files) pushed_.erase(f);
   }
-  for (pf::FileId f : files) cache_->EraseFile(f);
+  // A file a reader loaded again since the planner let it go is counted
+  // again (Keep admitted it): it stays.
+  for (pf::FileId f : files) cache_->EraseFileIf(f, [&] { return !planner.Holds(f); });
 }
 
 }  // namespace clairfs::fs

@@ -170,6 +170,12 @@ class PrefetchEngine final : public OpenObserver, public FileOwner {
   void Fetch(prefetch::Planner& planner, prefetch::FileId file);
   // Drops `files` from the RAM cache if `planner` still decides.
   void Drop(const prefetch::Planner& planner, const std::vector<prefetch::FileId>& files);
+  // Runs `change` (the planner letting go of `file`) and drops the file's
+  // cached blocks, at one moment for the cache, if `planner` still decides.
+  void Forget(const prefetch::Planner& planner, prefetch::FileId file,
+              const std::function<void()>& change);
+  // A planned fetch that did not happen: the planner and the cache let go.
+  void Unfetched(prefetch::Planner& planner, prefetch::FileId file);
   bool Current(const prefetch::Planner& planner) const;
   // Pushes the kept, unpushed files of listings that are due.
   void RetryListed();

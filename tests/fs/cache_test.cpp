@@ -164,20 +164,45 @@ TEST_CASE("with an owner, only blocks of files it keeps stay, and it never evict
   CHECK(s.bytes == 800);
   CHECK(s.declined == 2);
   // Full: a block that does not fit is refused rather than evicting what the
-  // owner counts.
+  // owner counts, and the owner is told it does not hold the file.
   owner.keep.insert(4);
   REQUIRE(cache.GetOrLoad(MakeBlockKey(4, 0), Make(300)).ok());
   CHECK(Cached(cache, MakeBlockKey(4, 0)) == nullptr);
   CHECK(cache.Snapshot().rejected == 1);
   CHECK(cache.Snapshot().evictions == 0);
+  CHECK(owner.dropped == std::vector<uint32_t>{4});
+  // A file part held when a later block does not fit: all of it goes.
+  REQUIRE(cache.GetOrLoad(MakeBlockKey(2, 2), Make(300)).ok());
+  CHECK(Cached(cache, MakeBlockKey(2, 0)) == nullptr);
+  CHECK(Cached(cache, MakeBlockKey(2, 1)) == nullptr);
+  CHECK(owner.dropped == std::vector<uint32_t>{4, 2});
+  CHECK(cache.Snapshot().bytes == 400);
+  owner.keep.erase(2);
   // The owner names a file to drop: all its blocks go, then the new one fits.
   owner.drop = {1};
-  REQUIRE(cache.GetOrLoad(MakeBlockKey(4, 1), Make(300)).ok());
+  REQUIRE(cache.GetOrLoad(MakeBlockKey(4, 1), Make(700)).ok());
   CHECK(Cached(cache, MakeBlockKey(1, 0)) == nullptr);
   CHECK(Cached(cache, MakeBlockKey(1, 1)) == nullptr);
   CHECK(Cached(cache, MakeBlockKey(4, 1)) != nullptr);
   CHECK(cache.Snapshot().bytes == 700);
   CHECK(cache.Snapshot().peak_bytes == 800);
+}
+
+TEST_CASE("EraseFileIf erases only when the decision, taken under the lock, says so", "[cache]") {
+  RamCache cache(1000, std::make_unique<LruPolicy>());
+  REQUIRE(cache.GetOrLoad(MakeBlockKey(3, 0), Make(10)).ok());
+  int asked = 0;
+  cache.EraseFileIf(3, [&] {
+    ++asked;
+    return false;
+  });
+  CHECK(Cached(cache, MakeBlockKey(3, 0)) != nullptr);
+  cache.EraseFileIf(3, [&] {
+    ++asked;
+    return true;
+  });
+  CHECK(Cached(cache, MakeBlockKey(3, 0)) == nullptr);
+  CHECK(asked == 2);
 }
 
 TEST_CASE("EraseFile drops every cached block of a file, whatever their indices", "[cache]") {

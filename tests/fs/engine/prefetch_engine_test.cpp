@@ -238,6 +238,11 @@ TEST_CASE("a small budget is never exceeded and opens still read right bytes",
   CHECK(p.peak_used_bytes <= budget);
   // One owner: the cache holds exactly the files the planner counts.
   const CacheStats c = f.cache->Snapshot();
+  clairfs::JsonWriter w;  // shown if a check fails
+  w.BeginObject();
+  f.engine->WriteStats(w);
+  w.EndObject();
+  INFO(w.str() << " cache rejected " << c.rejected << ", declined " << c.declined);
   CHECK(c.owned);
   CHECK(c.peak_bytes <= budget);
   CHECK(c.bytes == p.resident_bytes + p.in_flight_bytes);
