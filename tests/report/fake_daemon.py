@@ -8,6 +8,10 @@ import struct
 import threading
 
 MAX_PAYLOAD = 16 << 20
+# SETTINGS keys the daemon knows (--sampler keras); any other is an error there.
+SETTINGS_KEYS = {"sampler", "root", "rank", "world_size", "seed", "no-shuffle", "global-seed",
+                 "keras-version", "batch-size", "validation-split", "subset", "labels",
+                 "class-names", "follow-links"}
 
 
 class FakeDaemon:
@@ -21,6 +25,8 @@ class FakeDaemon:
         self.aliases = {}   # alias -> table
         self.loaders = {}   # (pid, stream) -> {"batch_size": ..., ...} (LOADER)
         self.orders = {}    # (pid, table, stream, epoch) -> [index, ...] (complete segments)
+        self.settings = {}  # (pid, stream) -> {key: value} (SETTINGS)
+        self.epochs = {}    # (pid, stream) -> [epoch, ...] (EPOCH, in arrival order)
         self.frames = 0
         self._partial = {}
         self._orders_seen = 0
@@ -165,6 +171,37 @@ class FakeDaemon:
             shape = {k: int(fields[k]) for k in ("batch_size", "num_workers", "prefetch_factor")}
             with self.lock:
                 self.loaders[(pid, stream)] = shape
+        elif t == 7:
+            if len(body) < 8:
+                raise ValueError("SETTINGS of %d bytes" % len(body))
+            (stream,) = struct.unpack_from("<Q", body)
+            fields = {}
+            for line in body[8:].decode("utf-8", "surrogateescape").split("\n")[:-1]:
+                k, v = line.split("=", 1)
+                if k not in SETTINGS_KEYS:
+                    raise ValueError("SETTINGS key %r" % k)
+                if k in fields:
+                    raise ValueError("SETTINGS key %r twice" % k)
+                fields[k] = v
+            if not body.endswith(b"\n"):
+                raise ValueError("SETTINGS text not ending in a newline")
+            if fields.get("sampler") != "keras":
+                raise ValueError("SETTINGS sampler %r" % fields.get("sampler"))
+            with self.lock:
+                if (pid, stream) in self.settings:
+                    raise ValueError("SETTINGS of stream %d twice" % stream)
+                self.settings[(pid, stream)] = fields
+        elif t == 8:
+            if len(body) != 16:
+                raise ValueError("EPOCH of %d bytes" % len(body))
+            stream, epoch = struct.unpack("<QQ", body)
+            with self.lock:
+                if (pid, stream) not in self.settings:
+                    raise ValueError("EPOCH of stream %d before its SETTINGS" % stream)
+                have = self.epochs.setdefault((pid, stream), [])
+                if have and epoch <= have[-1]:
+                    raise ValueError("EPOCH %d after %d" % (epoch, have[-1]))
+                have.append(epoch)
         else:
             raise ValueError("unknown frame type %d" % t)
         return hello

@@ -4,9 +4,9 @@ Loaded into every Python process of a job by scripts/report/sitecustomize.py. Im
 package does nothing but define the import hook; install() puts it on sys.meta_path and
 replaces builtins.open with clairfs_report.spare.open (no isatty round trip on the mounts). Only
 when the job itself imports one of the _TARGETS modules (torch's DataLoader, Keras's adapters
-of a Sequence / PyDataset) are the rest of the package imported and that module patched after
-it ran (clairfs_report.torch_hooks, clairfs_report.keras_hooks). It never imports torch, keras
-or tensorflow itself.
+of a Sequence / PyDataset, Keras's image_dataset_from_directory) are the rest of the package
+imported and that module patched after it ran (clairfs_report.torch_hooks, .keras_hooks,
+.idfd_hooks). It never imports torch, keras or tensorflow itself.
 Contract and limits: docs/report.md. Off with CLAIRFS_REPORT=0.
 """
 import os
@@ -22,6 +22,11 @@ _TARGETS = {
     # Keras 3
     "keras.src.trainers.data_adapters.py_dataset_adapter": ("keras_hooks", "keras"),
     "keras.src.trainers.epoch_iterator": ("keras_hooks", "keras"),
+    # image_dataset_from_directory: tf.keras 2.13-2.15, keras <= 2.12, tf_keras, Keras 3
+    "keras.src.utils.image_dataset": ("idfd_hooks", "keras"),
+    "keras.utils.image_dataset": ("idfd_hooks", "keras"),
+    "tf_keras.src.utils.image_dataset": ("idfd_hooks", "keras"),
+    "keras.src.utils.image_dataset_utils": ("idfd_hooks", "keras"),
 }
 
 
@@ -72,6 +77,9 @@ def _patch(module):
         if hooks == "torch_hooks":
             from . import torch_hooks
             torch_hooks.patch(module)
+        elif hooks == "idfd_hooks":
+            from . import idfd_hooks
+            idfd_hooks.patch(module)
         else:
             from . import keras_hooks
             keras_hooks.patch(module)

@@ -96,6 +96,16 @@ def locate(path):
     return where[0], (where[1] + "/" + base if where[1] else base)
 
 
+def locate_dir(path):
+    """(mount root, directory relative to it, '' for the root itself) or None: not on a mount."""
+    if not mounts():
+        return None
+    path = os.path.abspath(os.fspath(path))
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    return _in_root(os.path.realpath(path))
+
+
 def socket_name(root):
     """The daemon's socket for a mount, from MOUNT/.clairfs/report (read once), or None."""
     if root not in _sockets:

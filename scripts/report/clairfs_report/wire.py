@@ -7,7 +7,7 @@ import struct
 import sys
 from array import array
 
-HELLO, TABLE_PATHS, TABLE_FILES, ALIAS, ORDER, LOADER = 1, 2, 3, 4, 5, 6
+HELLO, TABLE_PATHS, TABLE_FILES, ALIAS, ORDER, LOADER, SETTINGS, EPOCH = 1, 2, 3, 4, 5, 6, 7, 8
 MAX_PAYLOAD = 16 << 20
 ORDER_CHUNK = 1 << 20  # indices per ORDER frame (4 MiB of payload)
 PATHS_CHUNK = 8 << 20  # bytes of paths per TABLE_PATHS frame
@@ -92,3 +92,17 @@ def order(table, stream, epoch, indices):
         head = struct.pack("<BQQQB", ORDER, table, stream, epoch, 1 if end == n else 0)
         frames.append(frame(head + indices[start:end].tobytes()))
     return frames
+
+
+def settings(stream, fields):
+    """SETTINGS: the sampler settings of stream `stream`; fields: [(key, value), ...] in order.
+
+    Values are text (str, surrogate escapes allowed: a path's undecodable bytes go out as is).
+    """
+    text = "".join("%s=%s\n" % (k, v) for k, v in fields)
+    return frame(struct.pack("<BQ", SETTINGS, stream) + text.encode("utf-8", "surrogateescape"))
+
+
+def epoch(stream, number):
+    """EPOCH: the dataset of SETTINGS `stream` starts its iteration number `number` (0 first)."""
+    return frame(struct.pack("<BQQ", EPOCH, stream, number))
