@@ -1,5 +1,6 @@
-"""Tests of the order reporter's Keras side (scripts/report/clairfs_report/keras_hooks.py)
-against the real Keras of both lines: fit over ImageDataGenerator.flow_from_directory.
+"""Tests of the order reporter's Keras side against the real Keras of both lines: fit over
+ImageDataGenerator.flow_from_directory (clairfs_report/keras_hooks.py, class Keras) and over
+image_dataset_from_directory (clairfs_report/idfd_hooks.py, class Idfd).
 
 usage: keras_test.py VENV_PYTHON [...]   (one per Keras line; run by keras_report_test.sh)
 Jobs (keras_job.py) run with the venv's python and PYTHONPATH=scripts/report, so the reporter
@@ -17,6 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.environ.get("CLAIRFS_SRC") or os.path.dirname(os.path.dirname(HERE))
 REPORT_DIR = os.path.join(SRC, "scripts", "report")
 JOB = os.path.join(HERE, "keras_job.py")
+IDFD_JOB = os.path.join(HERE, "idfd_job.py")
 sys.path.insert(0, HERE)
 
 from fake_daemon import FakeDaemon  # noqa: E402
@@ -26,7 +28,9 @@ PYTHONS = []      # the venvs' pythons, from the command line
 BATCH, LEN = 4, 6  # 21 samples in batches of 4
 
 
-class Keras(unittest.TestCase):
+class Jobs(unittest.TestCase):
+    """Runs jobs in the venvs, with the data under the fake mount (the test's tmp)."""
+
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="clairfs-report-keras.")
@@ -37,7 +41,7 @@ class Keras(unittest.TestCase):
     def tearDownClass(cls):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
-    def job(self, py, cfg, daemon=None, report=True):
+    def job(self, py, cfg, daemon=None, report=True, script=JOB, data=None):
         out = os.path.join(self.tmp, "out-%s.json" % os.urandom(4).hex())
         env = {k: v for k, v in os.environ.items() if not k.startswith("CLAIRFS_REPORT")}
         env.update(PYTHONPATH=REPORT_DIR, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="",
@@ -46,7 +50,7 @@ class Keras(unittest.TestCase):
             env.update(CLAIRFS_REPORT_SOCKET=daemon.name, CLAIRFS_REPORT_ROOT=self.tmp)
         if not report:
             env["CLAIRFS_REPORT"] = "0"
-        p = subprocess.run([py, JOB, self.data, out, json.dumps(cfg)], env=env,
+        p = subprocess.run([py, script, data or self.data, out, json.dumps(cfg)], env=env,
                            capture_output=True, text=True, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr)
         with open(out) as f:
@@ -59,6 +63,8 @@ class Keras(unittest.TestCase):
     def keras3(self, py):
         return "tf-keras2" not in py
 
+
+class Keras(Jobs):
     def check(self, py, steps, epochs=3):
         """The reported orders are the first `steps` batches each pass of fit's generator loaded."""
         d = FakeDaemon()
@@ -161,6 +167,105 @@ class Keras(unittest.TestCase):
                                    timeout=120)
                 self.assertEqual(p.returncode, 0, p.stderr)
                 self.assertEqual(p.stdout.split(), ["False", "True", "False"])
+
+
+class Idfd(Jobs):
+    """image_dataset_from_directory(DATA, batch_size=1, seed=...).shard(2, r).batch(B), fit.
+
+    The data is under the fake mount (the test's tmp); a copy off the mount (`ref`) serves as
+    the reference: the same pipeline built afresh there, iterated again and again, gives the
+    order of each iteration number (and is not reported: it is on no mount).
+    """
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.ref_tmp = tempfile.mkdtemp(prefix="clairfs-report-idfd-ref.")
+        cls.ref = os.path.join(cls.ref_tmp, "data")
+        make_folder(cls.ref)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.ref_tmp, ignore_errors=True)
+        super().tearDownClass()
+
+    def idfd(self, py, cfg, report=True, data=None):
+        d = FakeDaemon()
+        try:
+            r = self.job(py, cfg, d, report=report, script=IDFD_JOB, data=data)
+        finally:
+            d.close()
+        self.assertEqual(d.errors, [])
+        self.assertEqual(r["stderr"], "")
+        return r, d
+
+    def test_idfd_seeded_shard(self):
+        # (a) seed given, .shard(2, r).batch(3), tf.random.set_seed: one stream, its SETTINGS,
+        # an EPOCH per iterator fit made, numbered as the dataset's iterations.
+        epochs, batch = 3, 3
+        for py in PYTHONS:
+            for rank in (0, 1):
+                with self.subTest(py=py, rank=rank):
+                    cfg = {"seed": 1234, "global_seed": 77, "shard": [2, rank], "batch": batch,
+                           "epochs": epochs, "ref": self.ref, "ref_iters": 2 * epochs + 2}
+                    r, d = self.idfd(py, cfg)
+                    self.assertEqual(r["wrapped"], {"keras.utils": True, "tf.keras.utils": True})
+                    pid = r["pid"]
+                    self.assertEqual([h["framework"] for h in d.hellos], ["keras"])
+                    self.assertEqual(list(d.settings), [(pid, 1)])  # the reference: none
+                    self.assertEqual(d.settings[(pid, 1)], {
+                        "sampler": "keras", "root": "data", "rank": str(rank),
+                        "world_size": "2", "seed": "1234", "global-seed": "77",
+                        "keras-version": r["keras"], "batch-size": "1", "labels": "inferred"})
+                    got = d.epochs[(pid, 1)]
+                    # fit's iterator creations (docs/report.md): tf.keras 2 one before the
+                    # epochs and one per epoch; Keras 3 two per epoch (the second made at
+                    # the epoch's end, dropped unread); then the job's one more iteration.
+                    made = 2 * epochs if self.keras3(py) else epochs + 1
+                    self.assertEqual(got, list(range(made + 1)))
+                    ref = r["ref"]
+                    self.assertEqual(len({tuple(o) for o in ref}), len(ref))  # all distinct
+                    # The iteration after fit is the dataset's iteration number `made`.
+                    self.assertEqual(r["after"], ref[made])
+                    # Each epoch fit trained on is one reported iteration, in its order.
+                    per_epoch = -(-len(r["after"]) // batch)
+                    self.assertEqual(len(r["fit"]), epochs * per_epoch)
+                    for e in range(epochs):
+                        seen = [i for b in r["fit"][e * per_epoch:(e + 1) * per_epoch]
+                                for i in b]
+                        k = 2 * e if self.keras3(py) else e + 1
+                        self.assertEqual(seen, ref[k], (py, e))
+
+    def test_idfd_unseeded(self):
+        # (b) seed=None: the reported seed is the one Keras drew, and the reporter changes
+        # nothing (the same files in the same batches with CLAIRFS_REPORT=0).
+        cfg = {"seed": None, "numpy_seed": 5, "batch": 4, "epochs": 2}
+        for py in PYTHONS:
+            with self.subTest(py=py):
+                on, d = self.idfd(py, cfg)
+                fields = d.settings[(on["pid"], 1)]
+                self.assertNotIn("global-seed", fields)
+                self.assertEqual((fields["rank"], fields["world_size"]), ("0", "1"))
+                seed = int(fields["seed"])
+                self.assertEqual(d.epochs[(on["pid"], 1)],
+                                 list(range(5 if self.keras3(py) else 4)))
+                off, d = self.idfd(py, cfg, report=False)
+                self.assertEqual((d.hellos, d.frames), ([], 0))
+                for k in ("file_paths", "fit", "after"):
+                    self.assertEqual(on[k], off[k], k)
+                given, _ = self.idfd(py, dict(cfg, seed=seed), report=False)
+                for k in ("file_paths", "fit", "after"):
+                    self.assertEqual(on[k], given[k], k)
+                self.assertNotEqual(on["file_paths"], sorted(on["file_paths"]))
+
+    def test_idfd_off_mount(self):
+        # (c) a directory on no clairfs mount: nothing connects.
+        cfg = {"seed": 3, "shard": [2, 0], "batch": 3, "epochs": 2}
+        for py in PYTHONS:
+            with self.subTest(py=py):
+                r, d = self.idfd(py, cfg, data=self.ref)
+                self.assertEqual(r["wrapped"], {"keras.utils": True, "tf.keras.utils": True})
+                self.assertEqual((d.hellos, d.frames), ([], 0))
 
 
 if __name__ == "__main__":
