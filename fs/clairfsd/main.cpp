@@ -296,6 +296,10 @@ int main(int argc, char** argv) {
                              engines.get()->in_dataset());
     }
     report_orders.SetListener([r = reported.get()] { r->OnSegment(); });
+    // A loader reported by its settings (SETTINGS): the sampler models make its epochs.
+    report_orders.SetModelMaker([manifest](const std::map<std::string, std::string>& settings) {
+      return fs::ModelOfSettings(*manifest, settings);
+    });
     // Listening now names the channel for the control file; the thread that
     // serves it starts with the mount.
     clairfs::Status listening = report_server.Listen();

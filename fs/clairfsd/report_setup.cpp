@@ -1,6 +1,7 @@
 #include "fs/clairfsd/report_setup.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -8,6 +9,8 @@
 
 #include "base/clock.hpp"
 #include "base/log.hpp"
+#include "fs/clairfsd/prefetch_setup.hpp"
+#include "prefetch/options/sampler_settings.hpp"
 #include "prefetch/planner/planner.hpp"
 
 namespace clairfs::fs {
@@ -33,6 +36,65 @@ std::vector<uint64_t> FileSizes(const format::Manifest& m) {
 }
 
 }  // namespace
+
+Result<ReportedModel> ModelOfSettings(const format::Manifest& manifest,
+                                      const std::map<std::string, std::string>& settings) {
+  Config c;
+  uint64_t rank = 0, world = 1;
+  bool has_sampler = false;
+  std::vector<std::string> errors;
+  for (const auto& [key, value] : settings) {
+    if (key == "sampler") {
+      c.prefetch_sampler = value;
+      has_sampler = true;
+    } else if (key == "root") {
+      c.prefetch_root = value;
+    } else if (key == "rank" || key == "world_size") {
+      uint64_t& n = key == "rank" ? rank : world;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc() || end != value.data() + value.size() || value.empty()) {
+        errors.push_back(key + ": '" + value + "' is not a number");
+      }
+    } else {
+      // The sampler's settings as clairfs.yaml gives them: the table's
+      // names, dashes as underscores; a switch is sent only when on.
+      std::string name = key;
+      for (char& ch : name) {
+        if (ch == '_') ch = '-';
+      }
+      const prefetch::SamplerSetting* row = prefetch::FindSamplerSetting(name);
+      if (row == nullptr || name == "order-file") {
+        errors.push_back(key + ": not a sampler setting");
+        continue;
+      }
+      std::string k = key;
+      for (char& ch : k) {
+        if (ch == '-') ch = '_';
+      }
+      c.prefetch_settings.emplace_back(k, row->is_switch ? "true" : value);
+    }
+  }
+  if (!has_sampler) errors.push_back("sampler: missing");
+  if (world == 0 || rank >= world) {
+    errors.push_back("rank " + std::to_string(rank) + " of world_size " + std::to_string(world));
+  }
+  if (!errors.empty()) {
+    std::string msg;
+    for (const std::string& e : errors) msg += (msg.empty() ? "" : "; ") + e;
+    return Status::InvalidArgument(msg);
+  }
+  c.prefetch_world_size = world;
+  auto job = BuildPrefetchJob(c, manifest, 0, 1);
+  if (!job.ok()) return job.status();
+  ReportedModel model;
+  model.window = job->order->window();
+  for (const std::string& p : job->order->dataset().paths) model.memory_bytes += p.size() + 40;
+  model.memory_bytes += job->input.file_of_index.size() * 4 + job->in_dataset.size();
+  model.files = [predict = PredictedFiles(*job), rank](uint64_t epoch) {
+    return predict(rank, epoch);
+  };
+  return model;
+}
 
 EngineSlot::EngineSlot(std::unique_ptr<PrefetchEngine> engine, Factory make)
     : engine_(std::move(engine)), make_(std::move(make)) {

@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,6 +71,15 @@ class EngineSlot final : public OpenObserver {
   const Factory make_;
   std::atomic<bool> started_{false};
 };
+
+// The model of a loader's reported sampler settings (a SETTINGS frame,
+// docs/report.md): `sampler`, `root` (relative to the mount), `rank` and
+// `world_size` (the job's shard of the order: 0 and 1 when absent), and the
+// sampler's settings by their clairfs-order names, made into the same order
+// a configured sampler gives (BuildPrefetchJob): the files of each epoch for
+// that rank. InvalidArgument naming what is wrong.
+Result<ReportedModel> ModelOfSettings(const format::Manifest& manifest,
+                                      const std::map<std::string, std::string>& settings);
 
 class ReportedPrefetch {
  public:

@@ -58,6 +58,10 @@ std::string ReportFrameName(uint8_t type) {
       return "ORDER";
     case ReportFrame::kLoader:
       return "LOADER";
+    case ReportFrame::kSettings:
+      return "SETTINGS";
+    case ReportFrame::kEpoch:
+      return "EPOCH";
   }
   return "frame type " + std::to_string(type);
 }
@@ -139,11 +143,12 @@ Status ReportDecoder::Frame(ReportSink* sink) {
   const std::string name = ReportFrameName(type);
   const auto bad = [&](const std::string& why) { return Status::Corruption(at + why); };
   const auto truncated = [&] { return bad(name + " body truncated"); };
-  if (type < 1 || type > 6) return bad("unknown frame type " + std::to_string(type));
+  if (type < 1 || type > 8) return bad("unknown frame type " + std::to_string(type));
   if ((type == 1) == saw_hello_) return bad("HELLO must be the first frame");
 
-  // Text lines key=value (HELLO, LOADER): `number` names the integer keys,
-  // `text` takes the others; unknown keys are ignored.
+  // Text lines key=value (HELLO, LOADER, SETTINGS): `number` names the
+  // integer keys, `other` takes the others (HELLO and LOADER ignore unknown
+  // keys).
   const auto parse_lines =
       [&](std::string_view text, const std::function<int64_t*(std::string_view)>& number,
           const std::function<void(std::string_view, std::string_view)>& other) -> Status {
@@ -260,6 +265,34 @@ Status ReportDecoder::Frame(ReportSink* sink) {
           },
           [](std::string_view, std::string_view) {}));
       st = sink->OnLoader(m);
+      break;
+    }
+    case ReportFrame::kSettings: {
+      if (size < 8) return truncated();
+      ReportSettings m;
+      m.stream = Load<uint64_t>(body);
+      Status dup;
+      CLAIRFS_RETURN_IF_ERROR(parse_lines(
+          std::string_view(body + 8, size - 8), [](std::string_view) { return nullptr; },
+          [&](std::string_view key, std::string_view value) {
+            if (m.values.size() == kMaxSettings && dup.ok()) {
+              dup = bad("SETTINGS has more than " + std::to_string(kMaxSettings) + " keys");
+            }
+            for (const auto& kv : m.values) {
+              if (kv.first == key && dup.ok()) {
+                dup = bad("SETTINGS key " + std::string(key) + " given twice");
+              }
+            }
+            m.values.emplace_back(key, value);
+          }));
+      CLAIRFS_RETURN_IF_ERROR(dup);
+      st = sink->OnSettings(m);
+      break;
+    }
+    case ReportFrame::kEpoch: {
+      if (size < 16) return truncated();
+      if (size > 16) return bad("EPOCH body has " + std::to_string(size - 16) + " extra bytes");
+      st = sink->OnEpoch(ReportEpoch{Load<uint64_t>(body), Load<uint64_t>(body + 8)});
       break;
     }
   }

@@ -34,6 +34,8 @@ enum class ReportFrame : uint8_t {
   kAlias = 4,
   kOrder = 5,
   kLoader = 6,
+  kSettings = 7,
+  kEpoch = 8,
 };
 // "HELLO", "TABLE_PATHS", ...; "frame type N" for anything else.
 std::string ReportFrameName(uint8_t type);
@@ -157,6 +159,21 @@ struct ReportLoader {
   int64_t prefetch_factor = -1;
 };
 
+// A loader's sampler settings (SETTINGS): the daemon generates its epochs.
+// Keys and values as sent, in order (a key sent twice is an error).
+inline constexpr size_t kMaxSettings = 64;  // keys in one SETTINGS frame
+
+struct ReportSettings {
+  uint64_t stream = 0;
+  std::vector<std::pair<std::string_view, std::string_view>> values;
+};
+
+// Loader `stream` of a SETTINGS frame starts its epoch `epoch` (EPOCH).
+struct ReportEpoch {
+  uint64_t stream = 0;
+  uint64_t epoch = 0;
+};
+
 // Receives the decoded frames of one connection, in order. A non-OK Status
 // refuses the frame: the decoder stops and returns it (prefixed "frame N: ").
 class ReportSink {
@@ -168,6 +185,14 @@ class ReportSink {
   virtual Status OnAlias(const ReportAlias& m) = 0;
   virtual Status OnOrder(const ReportOrder& m) = 0;
   virtual Status OnLoader(const ReportLoader& m) {
+    (void)m;
+    return Status::Ok();
+  }
+  virtual Status OnSettings(const ReportSettings& m) {
+    (void)m;
+    return Status::Ok();
+  }
+  virtual Status OnEpoch(const ReportEpoch& m) {
     (void)m;
     return Status::Ok();
   }

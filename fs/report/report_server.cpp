@@ -130,8 +130,8 @@ void ReportServer::Accept(std::vector<Conn>* conns) {
     const bool own = ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
                      len == sizeof cred && cred.uid == ::geteuid();
     if (!own || conns->size() >= limits_.max_connections) {
+      orders_->CountRefused();  // counted before the peer can see it closed
       ::close(fd);
-      orders_->CountRefused();
       continue;
     }
     conns->push_back({fd, orders_->Connect()});

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "base/log.hpp"
+
 namespace clairfs::fs {
 namespace {
 
@@ -253,6 +255,36 @@ void ReportedOrders::AddSegment(uint64_t pid, StoredSegment segment) {
   if (listener) listener();
 }
 
+void ReportedOrders::SetModelMaker(ModelMaker f) {
+  MutexLock lock(&mu_);
+  model_maker_ = std::move(f);
+}
+
+Result<ReportedModel> ReportedOrders::MakeModel(
+    const std::map<std::string, std::string>& settings) {
+  ModelMaker maker;
+  {
+    MutexLock lock(&mu_);
+    maker = model_maker_;
+  }
+  if (!maker) return Status::Unsupported("this daemon makes no models of sampler settings");
+  // Made without the lock: a model lists the dataset.
+  Result<ReportedModel> model = maker(settings);
+  if (model.ok() && !model->files) return Status::Unsupported("a model without files");
+  if (model.ok()) {
+    MutexLock lock(&mu_);
+    ++models_;
+  }
+  return model;
+}
+
+bool ReportedOrders::CountModelError(const Status& why) {
+  MutexLock lock(&mu_);
+  if (model_errors_++ != 0) return false;
+  first_model_error_ = why.ToString();
+  return true;
+}
+
 void ReportedOrders::SetListener(std::function<void()> f) {
   MutexLock lock(&mu_);
   listener_ = std::move(f);
@@ -311,6 +343,10 @@ Result<ReportedSegment> ReportedOrders::Segment(uint64_t pid, uint64_t seq) cons
   out.num_workers = s.num_workers;
   out.prefetch_factor = s.prefetch_factor;
   out.files.reserve(s.indices.size());
+  if (s.table == kNodesTable) {  // a model's files, nodes already
+    out.files = s.indices;
+    return out;
+  }
   auto table = tables_.find(Canonical(s.table));
   for (uint32_t index : s.indices) {
     if (table != tables_.end()) {
@@ -349,7 +385,10 @@ void ReportedOrders::WriteStats(JsonWriter& w) const {
       .Integer("memory_bytes", memory_)
       .Integer("memory_limit", limits_.memory_bytes)
       .Integer("memory_refusals", memory_refusals_)
-      .String("first_error", first_error_);
+      .String("first_error", first_error_)
+      .Integer("models", models_)
+      .Integer("model_errors", model_errors_)
+      .String("first_model_error", first_model_error_);
 }
 
 // --- Connection ---
@@ -437,6 +476,80 @@ Status ReportedOrders::Connection::OnOrder(const ReportOrder& m) {
     done.prefetch_factor = shape->second.prefetch_factor;
   }
   partial_bytes_ -= kEntryCost + SegmentBytes(done);
+  orders_->AddSegment(pid_, std::move(done));
+  return Status::Ok();
+}
+
+Status ReportedOrders::Connection::OnSettings(const ReportSettings& m) {
+  if (!main_) {
+    return Status::Corruption("SETTINGS from a process whose HELLO is not role=main with a pid");
+  }
+  if (models_.count(m.stream) != 0) {
+    return Status::Corruption("SETTINGS for stream " + std::to_string(m.stream) + " again");
+  }
+  if (models_.size() >= kMaxModels) {
+    return Status::Corruption("SETTINGS for more than " + std::to_string(kMaxModels) +
+                              " loaders on one connection");
+  }
+  std::map<std::string, std::string> settings;
+  uint64_t text = 0;
+  for (const auto& [key, value] : m.values) {
+    settings.emplace(key, value);
+    text += key.size() + value.size() + kEntryCost;
+  }
+  CLAIRFS_RETURN_IF_ERROR(orders_->Reserve(kEntryCost + text));
+  partial_bytes_ += kEntryCost + text;
+  Result<ReportedModel> model = orders_->MakeModel(settings);
+  if (model.ok()) {
+    // Charged as long as the connection holds it (refused past the bound).
+    if (Status st = orders_->Reserve(model->memory_bytes); !st.ok()) model = st;
+  }
+  if (!model.ok()) {
+    const Status why = model.status().WithPrefix("the settings of loader " +
+                                                 std::to_string(m.stream) + " of process " +
+                                                 std::to_string(pid_) + ": ");
+    if (orders_->CountModelError(why)) {
+      Log(LogLevel::kWarn, "report: " + why.ToString() + " (its epochs are not followed)");
+    }
+    models_.emplace(m.stream, std::nullopt);
+    return Status::Ok();
+  }
+  partial_bytes_ += model->memory_bytes;
+  models_.emplace(m.stream, std::move(*model));
+  return Status::Ok();
+}
+
+Status ReportedOrders::Connection::OnEpoch(const ReportEpoch& m) {
+  if (!main_) {
+    return Status::Corruption("EPOCH from a process whose HELLO is not role=main with a pid");
+  }
+  auto it = models_.find(m.stream);
+  if (it == models_.end()) {
+    return Status::Corruption("EPOCH for stream " + std::to_string(m.stream) +
+                              " without its SETTINGS");
+  }
+  if (!it->second) return Status::Ok();  // refused: said once already
+  Result<std::vector<uint32_t>> files = it->second->files(m.epoch);
+  if (!files.ok()) {
+    const Status why = files.status().WithPrefix("epoch " + std::to_string(m.epoch) +
+                                                 " of loader " + std::to_string(m.stream) + ": ");
+    if (orders_->CountModelError(why)) {
+      Log(LogLevel::kWarn, "report: " + why.ToString() + " (not followed)");
+    }
+    return Status::Ok();
+  }
+  StoredSegment done{kNodesTable, m.stream, m.epoch, std::move(*files)};
+  if (auto shape = loaders_.find(m.stream); shape != loaders_.end()) {
+    done.batch_size = shape->second.batch_size;
+    done.num_workers = shape->second.num_workers;
+    done.prefetch_factor = shape->second.prefetch_factor;
+  } else if (it->second->window > 1) {
+    // Opens come anywhere within the window: as wide a loader.
+    done.batch_size = static_cast<int64_t>(it->second->window);
+    done.num_workers = 1;
+    done.prefetch_factor = 1;
+  }
+  CLAIRFS_RETURN_IF_ERROR(orders_->Reserve(kEntryCost + SegmentBytes(done)));
   orders_->AddSegment(pid_, std::move(done));
   return Status::Ok();
 }

@@ -60,9 +60,27 @@ struct ReportedSegment {
   int64_t batch_size = -1, num_workers = -1, prefetch_factor = -1;
 };
 
+// What a SETTINGS frame becomes (the daemon's sampler models make it): the
+// files of each epoch of the loader, for the rank the frame named.
+struct ReportedModel {
+  // Manifest node ids (files) in read order, for the loader's epoch `epoch`.
+  std::function<Result<std::vector<uint32_t>>(uint64_t epoch)> files;
+  // How far out of order the loader's opens may come, in files (1: the
+  // order is exact); the shape of its segments when no LOADER said one.
+  uint64_t window = 1;
+  // What the model holds, charged while its connection lives.
+  uint64_t memory_bytes = 0;
+};
+// Makes the model of a SETTINGS frame's keys and values; an error refuses it
+// (the connection stays: its EPOCH frames are ignored).
+using ModelMaker =
+    std::function<Result<ReportedModel>(const std::map<std::string, std::string>& settings)>;
+
 class ReportedOrders {
  public:
   class Connection;
+  // Loaders with SETTINGS on one connection at most; more closes it.
+  static constexpr size_t kMaxModels = 16;
 
   ReportedOrders(std::shared_ptr<const format::Manifest> manifest, ReportLimits limits = {});
   ~ReportedOrders();
@@ -91,6 +109,9 @@ class ReportedOrders {
   // Called (without the lock, from the connection's thread) after every
   // completed segment. Set it before the server starts, or from any thread.
   void SetListener(std::function<void()> f);
+  // Makes the models of SETTINGS frames; without one they are refused. Set
+  // it before the server starts.
+  void SetModelMaker(ModelMaker f);
 
   // The members of stats.json's report section (docs/report.md).
   void WriteStats(JsonWriter& w) const;
@@ -115,6 +136,8 @@ class ReportedOrders {
     std::deque<StoredSegment> kept;  // the latest, oldest first
   };
   static constexpr uint32_t kNone = UINT32_MAX;
+  // The table of a segment whose indices are manifest nodes (an EPOCH's).
+  static constexpr uint64_t kNodesTable = UINT64_MAX;
 
   // The frames of a connection (called by its Connection).
   Status AddHello(const ReporterInfo& info) CLAIRFS_EXCLUDES(mu_);
@@ -123,6 +146,11 @@ class ReportedOrders {
   Status AddAlias(const ReportAlias& m) CLAIRFS_EXCLUDES(mu_);
   // Takes a segment completed by a connection (charged to it until now).
   void AddSegment(uint64_t pid, StoredSegment segment) CLAIRFS_EXCLUDES(mu_);
+  // A SETTINGS frame's model, made (counted) or refused (the first refusal
+  // kept for stats.json; true when `why` is it, the caller logs it).
+  Result<ReportedModel> MakeModel(const std::map<std::string, std::string>& settings)
+      CLAIRFS_EXCLUDES(mu_);
+  bool CountModelError(const Status& why) CLAIRFS_EXCLUDES(mu_);
   // Charges `bytes` more, or refuses (NoSpace, counted) past the limit.
   Status Charge(uint64_t bytes) CLAIRFS_REQUIRES(mu_);
   Status Reserve(uint64_t bytes) CLAIRFS_EXCLUDES(mu_);
@@ -145,6 +173,10 @@ class ReportedOrders {
   std::map<uint64_t, Process> processes_ CLAIRFS_GUARDED_BY(mu_);
   std::vector<uint64_t> process_order_ CLAIRFS_GUARDED_BY(mu_);
   std::function<void()> listener_ CLAIRFS_GUARDED_BY(mu_);
+  ModelMaker model_maker_ CLAIRFS_GUARDED_BY(mu_);
+  uint64_t models_ CLAIRFS_GUARDED_BY(mu_) = 0;
+  uint64_t model_errors_ CLAIRFS_GUARDED_BY(mu_) = 0;
+  std::string first_model_error_ CLAIRFS_GUARDED_BY(mu_);
   uint64_t memory_ CLAIRFS_GUARDED_BY(mu_) = 0;
   uint64_t accepted_ CLAIRFS_GUARDED_BY(mu_) = 0;
   uint64_t refused_ CLAIRFS_GUARDED_BY(mu_) = 0;
@@ -186,6 +218,8 @@ class ReportedOrders::Connection : private ReportSink {
   Status OnAlias(const ReportAlias& m) override;
   Status OnOrder(const ReportOrder& m) override;
   Status OnLoader(const ReportLoader& m) override;
+  Status OnSettings(const ReportSettings& m) override;
+  Status OnEpoch(const ReportEpoch& m) override;
 
   ReportedOrders* const orders_;
   ReportDecoder decoder_;
@@ -193,6 +227,8 @@ class ReportedOrders::Connection : private ReportSink {
   uint64_t pid_ = 0;
   std::map<uint64_t, StoredSegment> partial_;  // stream -> segment in progress
   std::map<uint64_t, ReportLoader> loaders_;   // stream -> its LOADER (charged as map entries)
+  // stream -> its SETTINGS' model; nullopt when refused (its EPOCHs ignored).
+  std::map<uint64_t, std::optional<ReportedModel>> models_;
   uint64_t partial_bytes_ = 0;                 // charged for partial_
   bool closed_ = false;
 };

@@ -5,7 +5,7 @@ after loading (so every rank opens every file), batched, fit. It knows
 nothing of clairfs: point it at any directory of class folders.
 
 usage: mpiexec -n 2 VENV/bin/python train_dataset.py DATA [--epochs E]
-       [--batch-size B] [--seed S] [--report FILE] [--sample-log FILE]
+       [--batch-size B] [--seed S] [--dataset-seed S|none] [--report FILE] [--sample-log FILE]
        [--checkpoint-dir DIR] [--deterministic]
 Horovod (Keras 2 line) averages gradients; without it (Keras 3 line) the
 ranks come from the launcher's environment and train independently.
@@ -21,11 +21,16 @@ import common
 def main():
     ap = argparse.ArgumentParser()
     common.add_common_args(ap)
+    ap.add_argument("--dataset-seed", default=None,
+                    help="image_dataset_from_directory's seed (default: --seed; 'none': seed=None, "
+                         "Keras draws one from NumPy's global generator)")
     a = ap.parse_args()
+    dataset_seed = a.seed if a.dataset_seed is None else (
+        None if a.dataset_seed == "none" else int(a.dataset_seed))
     rank, size = common.start(a)
 
     ds = tf.keras.utils.image_dataset_from_directory(
-        a.data, batch_size=1, seed=a.seed, image_size=(a.image_size, a.image_size),
+        a.data, batch_size=1, seed=dataset_seed, image_size=(a.image_size, a.image_size),
         label_mode="categorical")
     classes = len(ds.class_names)
     # As in the tutorials: each element is a batch of one image; every rank

@@ -7,7 +7,8 @@
 # own that opens each file twice + DistributedSampler (both ranks on one
 # daemon: the files of such a Dataset are learned from the opens of the node's
 # ranks, so one node of two would know half of them after the first epoch),
-# and ImageFolder + an unseeded RandomSampler. Each must read exactly the source's bytes, draw the
+# and ImageFolder + an unseeded RandomSampler; the second once more beside two
+# processes spinning on the machine's cores (a busy CPU). Each must read exactly the source's bytes, draw the
 # same samples and numbers as without the reporter, and after the first epoch
 # find its files ready: every open but the first 2 batches of each rank's
 # epoch (drawn at the epoch's start, so not known before it).
@@ -50,9 +51,17 @@ run_case() {  # NAME DATASET SAMPLER NODES CHECK [OPTION...]: CHECK is the repor
   # once, so the daemons' planners start over for the measured run.
   kill -TERM "$launcher"; wait "$launcher"
   start_daemons "$name" "$nodes" "${opts[@]}" || return 1
+  # A case named *-busy runs beside two processes spinning on the 2 cores.
+  local spinners=()
+  if [[ $name == *-busy ]]; then
+    for _ in 1 2; do (while :; do :; done) & spinners+=($!); done
+  fi
   PYTHONPATH="$BIN/report" "$CLAIRFS_SRC/scripts/run_ranks.sh" 2 \
     $PY "$CLAIRFS_SRC/tests/e2e/report_train.py" --data "$mnt/train" "${args[@]}" \
-    --log "$T/$name.on" 2>"$T/$name.on.err" || { echo "FAIL $name: the job with the reporter"; cat "$T/$name.on.err"; return 1; }
+    --log "$T/$name.on" 2>"$T/$name.on.err"
+  local job=$?
+  ((${#spinners[@]})) && { kill "${spinners[@]}"; wait "${spinners[@]}" 2>/dev/null; }
+  ((job == 0)) || { echo "FAIL $name: the job with the reporter"; cat "$T/$name.on.err"; return 1; }
   for ((d = 0; d < nodes; d++)); do cp "$T/mnt$d/.clairfs/stats.json" "$T/$name.stats$d.json"; done
   kill -TERM "$launcher"; wait "$launcher"
   launcher=""
@@ -126,7 +135,7 @@ fi
 given=(--prefetch-sampler torch-distributed --prefetch-root train --prefetch-epochs 3
   --prefetch-world-size 2 --prefetch-ranks-per-node 1 --prefetch-batch-size 8 --prefetch-workers 2)
 for c in "folder-dist imagefolder distributed 2 -" "twice-dist twice distributed 1 -" \
-  "folder-random imagefolder random 2 -" \
+  "folder-random imagefolder random 2 -" "twice-dist-busy twice distributed 1 -" \
   "folder-right imagefolder distributed 2 agree ${given[*]} --prefetch-seed 3" \
   "folder-wrong imagefolder distributed 2 prefetch_seed ${given[*]} --prefetch-seed 4"; do
   # shellcheck disable=SC2086

@@ -11,9 +11,10 @@
 //    and once the connection is gone only what is stored is charged;
 //  - every segment reported is either there, dropped (NotFound, below the
 //    kept ones) or not yet reported (Unavailable, past the count), and its
-//    files are files of the manifest.
+//    files are files of the manifest (SETTINGS go to a stand-in model).
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -86,6 +87,33 @@ std::string Segments(const ReportedOrders& orders, const format::Manifest& m) {
   return out;
 }
 
+// A stand-in for the daemon's sampler models: settings with `n=K` make a
+// model whose epoch e is the manifest's files rotated by e, K of them (K
+// past the files: the epoch fails); anything else is refused. Never touches
+// anything but the manifest.
+Result<ReportedModel> Model(const format::Manifest& m,
+                            const std::map<std::string, std::string>& settings) {
+  auto n = settings.find("n");
+  if (n == settings.end() || n->second.empty() || n->second.size() > 3) {
+    return Status::InvalidArgument("no n");
+  }
+  std::vector<uint32_t> files;
+  for (uint32_t f = 0; f < m.node_count(); ++f) {
+    if (!m.IsDirectory(f)) files.push_back(f);
+  }
+  const size_t want = static_cast<size_t>(std::atoi(n->second.c_str()));
+  ReportedModel model;
+  model.window = want + 1;
+  model.memory_bytes = want * 100;
+  model.files = [files, want](uint64_t epoch) -> Result<std::vector<uint32_t>> {
+    if (want > files.size()) return Status::NotFound("too many");
+    std::vector<uint32_t> out;
+    for (size_t i = 0; i < want; ++i) out.push_back(files[(i + epoch) % files.size()]);
+    return out;
+  };
+  return model;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -96,6 +124,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t n = size - 1;
 
   ReportedOrders whole(manifest, Limits()), split(manifest, Limits());
+  for (ReportedOrders* o : {&whole, &split}) {
+    o->SetModelMaker([](const std::map<std::string, std::string>& settings) {
+      return Model(*manifest, settings);
+    });
+  }
   auto a = whole.Connect();
   auto b = split.Connect();
   const Status sa = a->Feed(bytes, n);

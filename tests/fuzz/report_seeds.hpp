@@ -25,13 +25,18 @@ inline std::vector<std::pair<std::string, std::string>> ReportSeeds() {
       WorkerHello(4243) + TableFilesFrame(99, {{0, {"a.jpg"}}, {4, {"d/b.jpg", "d/e/c.jpg"}}});
   const std::string broken =
       MainHello(1) + TablePathsFrame(3, 0, {"a.jpg"}) + TablePathsFrame(3, 5, {"d/b.jpg"});
+  const std::string settings_session = MainHello(77) + SettingsFrame(3, "sampler=keras\nn=2\n") +
+                                       EpochFrame(3, 0) + EpochFrame(3, 1) +
+                                       SettingsFrame(4, "n=9\n") + EpochFrame(4, 0) +
+                                       SettingsFrame(5, "x=1\n") + EpochFrame(5, 0);
   const auto with = [](uint8_t chunk, const std::string& stream) {
     return std::string(1, static_cast<char>(chunk)) + stream;
   };
   return {{"main-whole", with(0, main_session)},
           {"main-chunks-7", with(7, main_session)},
           {"worker-chunks-1", with(1, worker_session)},
-          {"broken-follow-on", with(3, broken)}};
+          {"broken-follow-on", with(3, broken)},
+          {"settings-chunks-5", with(5, settings_session)}};
 }
 
 }  // namespace clairfs::fuzz

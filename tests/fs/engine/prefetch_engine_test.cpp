@@ -10,12 +10,14 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <set>
 #include <thread>
 
 #include "fs/cache/cache_policy.hpp"
 #include "fs/clairfsd/prefetch_setup.hpp"
+#include "fs/clairfsd/report_setup.hpp"
 #include "fs/engine/open_watcher.hpp"
 #include "fs/store/memory_pack_store.hpp"
 #include "fs/vfs/vfs.hpp"
@@ -451,6 +453,57 @@ TEST_CASE("opens reported after the fact count like answered ones", "[prefetch_e
   CHECK(f.stats.reads.load() == 1);
   CHECK(f.stats.reads_from_ram.load() == 1);
   CHECK(f.stats.reads_from_pack.load() == 0);
+}
+
+
+TEST_CASE("reported sampler settings give the order the same settings configured give",
+          "[prefetch_engine]") {
+  MemoryDataset d(TreeSpec());
+  // torch-distributed, rank 1 of 2; keras (image_dataset_from_directory) sharded 2 ways.
+  Config torch = JobConfig(1 << 20);
+  Config keras = JobConfig(1 << 20);
+  keras.prefetch_sampler = "keras";
+  keras.prefetch_settings = {{"seed", "3"}, {"batch_size", "1"}, {"keras_version", "2.15"}};
+  const std::vector<std::pair<Config, std::map<std::string, std::string>>> cases = {
+      {torch, {{"sampler", "torch-distributed"}, {"root", "train"}, {"seed", "5"},
+               {"rank", "1"}, {"world_size", "2"}}},
+      {keras, {{"sampler", "keras"}, {"root", "train"}, {"seed", "3"}, {"batch-size", "1"},
+               {"keras-version", "2.15"}, {"rank", "1"}, {"world_size", "2"}}},
+  };
+  for (const auto& [config, settings] : cases) {
+    INFO(config.prefetch_sampler);
+    auto job = BuildPrefetchJob(config, *d.manifest, 0, 1);
+    REQUIRE(job.ok());
+    auto model = ModelOfSettings(*d.manifest, settings);
+    INFO(model.status().ToString());
+    REQUIRE(model.ok());
+    CHECK(model->memory_bytes > 40 * 40);
+    for (uint64_t epoch : {0, 1, 7}) {
+      auto want = PredictedFiles(*job)(1, epoch);
+      auto got = model->files(epoch);
+      REQUIRE((want.ok() && got.ok()));
+      // A DistributedSampler rank reads its half; every rank of pattern B
+      // reads every file (the shard comes after the reads).
+      CHECK(got->size() == (config.prefetch_sampler == "keras" ? 40 : 20));
+      CHECK(*got == *want);
+    }
+  }
+  // What cannot be modelled is named.
+  const std::vector<std::pair<std::map<std::string, std::string>, std::string>> bad = {
+      {{{"root", "train"}}, "sampler: missing"},
+      {{{"sampler", "keras"}, {"rank", "2"}, {"world_size", "2"}}, "rank 2 of world_size 2"},
+      {{{"sampler", "keras"}, {"world_size", "two"}}, "world_size: 'two' is not a number"},
+      {{{"sampler", "keras"}, {"bogus", "1"}}, "bogus: not a sampler setting"},
+      {{{"sampler", "order-file"}, {"order-file", "/etc/passwd"}}, "order-file: not a sampler"},
+      {{{"sampler", "keras"}, {"root", "nope"}, {"seed", "1"}}, "prefetch_root: 'nope' is not a"},
+      {{{"sampler", "keras"}, {"root", "train"}, {"seed", "x"}}, "prefetch_seed"},
+  };
+  for (const auto& [settings, message] : bad) {
+    auto model = ModelOfSettings(*d.manifest, settings);
+    INFO(message << " | " << model.status().ToString());
+    REQUIRE_FALSE(model.ok());
+    CHECK(model.status().message().find(message) != std::string::npos);
+  }
 }
 
 }  // namespace

@@ -58,6 +58,16 @@ struct Recorder : ReportSink {
                     std::to_string(m.prefetch_factor));
     return next;
   }
+  Status OnSettings(const ReportSettings& m) override {
+    std::string line = "SETTINGS s" + std::to_string(m.stream);
+    for (const auto& [k, v] : m.values) line += " " + std::string(k) + "=" + std::string(v);
+    lines.push_back(line);
+    return next;
+  }
+  Status OnEpoch(const ReportEpoch& m) override {
+    lines.push_back("EPOCH s" + std::to_string(m.stream) + " e" + std::to_string(m.epoch));
+    return next;
+  }
   std::vector<std::string> lines;
   Status next;
 };
@@ -68,7 +78,9 @@ std::string AllTypes() {
          TableFilesFrame(0xfeedfacecafebeefULL, {{5, {"x", "y/z"}}, {6, {}}, {0xffffffff, {"w"}}}) +
          AliasFrame(0xfeedfacecafebeefULL, 7) +
          LoaderFrame(1, "num_workers=8\nbatch_size=256\nlater=x\n") +
-         OrderFrame(7, 1, 2, false, {3, 0, 0xffffffff}) + OrderFrame(7, 1, 2, true, {});
+         OrderFrame(7, 1, 2, false, {3, 0, 0xffffffff}) + OrderFrame(7, 1, 2, true, {}) +
+         SettingsFrame(3, "sampler=keras\nroot=\nseed=7\n\nclass-names=a,b=c\n") +
+         EpochFrame(3, 0xffffffffffffffffULL);
 }
 
 const std::vector<std::string> kAllTypes = {
@@ -80,6 +92,8 @@ const std::vector<std::string> kAllTypes = {
     "LOADER s1 b256 w8 f-1",
     "ORDER 7 s1 e2 3 0 4294967295",
     "ORDER 7 s1 e2 last",
+    "SETTINGS s3 sampler=keras root= seed=7 class-names=a,b=c",
+    "EPOCH s3 e18446744073709551615",
 };
 
 TEST_CASE("the report decoder decodes every frame type", "[report]") {
@@ -87,7 +101,7 @@ TEST_CASE("the report decoder decodes every frame type", "[report]") {
   Recorder r;
   REQUIRE(d.Feed(AllTypes().data(), AllTypes().size(), &r).ok());
   CHECK(r.lines == kAllTypes);
-  CHECK(d.frames() == 8);
+  CHECK(d.frames() == 10);
   CHECK(d.buffered() == 0);
 }
 
@@ -148,6 +162,8 @@ TEST_CASE("the report decoder names each broken rule and stops there", "[report]
   order_odd = Frame(5, order + "abc");
   order[24] = 2;
   order_last = Frame(5, order);
+  std::string many_keys;
+  for (int i = 0; i <= 64; ++i) many_keys += "k" + std::to_string(i) + "=v\n";
   std::string past;
   PutLE<uint64_t>(&past, 1);
   PutLE<uint32_t>(&past, 0xffffffff);
@@ -177,6 +193,12 @@ TEST_CASE("the report decoder names each broken rule and stops there", "[report]
       {hello + Frame(6, "1234567"), "frame 2: LOADER body truncated"},
       {hello + LoaderFrame(1, "batch_size=big\n"), "frame 2: LOADER batch_size is not a number"},
       {hello + LoaderFrame(1, "workers\n"), "frame 2: LOADER line without '='"},
+      {hello + Frame(7, "1234567"), "frame 2: SETTINGS body truncated"},
+      {hello + SettingsFrame(1, "seed=1\nseed=2\n"), "frame 2: SETTINGS key seed given twice"},
+      {hello + SettingsFrame(1, many_keys), "frame 2: SETTINGS has more than 64 keys"},
+      {hello + SettingsFrame(1, "sampler\n"), "frame 2: SETTINGS line without '='"},
+      {hello + Frame(8, std::string(15, '\0')), "frame 2: EPOCH body truncated"},
+      {hello + Frame(8, std::string(17, '\0')), "frame 2: EPOCH body has 1 extra bytes"},
   };
   for (const Broken& c : cases) {
     INFO(c.message);

@@ -88,4 +88,17 @@ inline std::string LoaderFrame(uint64_t stream, const std::string& lines) {
   return Frame(6, body + lines);
 }
 
+inline std::string SettingsFrame(uint64_t stream, const std::string& lines) {
+  std::string body;
+  PutLE(&body, stream);
+  return Frame(7, body + lines);
+}
+
+inline std::string EpochFrame(uint64_t stream, uint64_t epoch) {
+  std::string body;
+  PutLE(&body, stream);
+  PutLE(&body, epoch);
+  return Frame(8, body);
+}
+
 }  // namespace clairfs::fs::testing

@@ -3,6 +3,7 @@
 #include "fs/report/reported_orders.hpp"
 
 #include <catch2/catch.hpp>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -304,6 +305,98 @@ TEST_CASE("a segment in progress is charged and let go with its connection", "[r
   CHECK(s.orders.memory_bytes() == before);
   CHECK(s.orders.SegmentCount(1) == 0);
   CHECK(s.Stats().find("\"connections_open\":0") != std::string::npos);
+}
+
+
+TEST_CASE("a loader reported by its settings: the model makes each epoch's files", "[report]") {
+  Store s;
+  std::vector<std::map<std::string, std::string>> asked;
+  const std::vector<uint32_t> cat = s.Nodes({kPaths[0], kPaths[1]});
+  s.orders.SetModelMaker([&](const std::map<std::string, std::string>& settings) {
+    asked.push_back(settings);
+    ReportedModel m;
+    m.window = settings.count("wide") ? 64 : 1;
+    m.memory_bytes = 1000;
+    m.files = [cat](uint64_t epoch) -> Result<std::vector<uint32_t>> {
+      if (epoch == 9) return Status::NotFound("no epoch 9");
+      return epoch % 2 == 0 ? cat : std::vector<uint32_t>{cat[1], cat[0]};
+    };
+    return m;
+  });
+  auto c = s.orders.Connect();
+  Send(c.get(), MainHello(5) + SettingsFrame(1, "sampler=keras\nroot=train\nseed=3\n"));
+  REQUIRE(asked.size() == 1);
+  CHECK(asked[0] == std::map<std::string, std::string>{
+                        {"sampler", "keras"}, {"root", "train"}, {"seed", "3"}});
+  CHECK(s.orders.SegmentCount(5) == 0);  // nothing until an epoch starts
+  const uint64_t held = s.orders.memory_bytes();
+  CHECK(held >= 1000);  // the model is charged
+  Send(c.get(), EpochFrame(1, 0) + EpochFrame(1, 1));
+  REQUIRE(s.orders.SegmentCount(5) == 2);
+  auto e0 = s.orders.Segment(5, 0), e1 = s.orders.Segment(5, 1);
+  REQUIRE((e0.ok() && e1.ok()));
+  CHECK(e0->files == cat);
+  CHECK(e1->files == std::vector<uint32_t>{cat[1], cat[0]});
+  CHECK((e1->stream == 1 && e1->epoch == 1 && e1->unresolved == 0));
+  CHECK(e1->batch_size == -1);  // an exact order: the default shape
+  // A wide window is as wide a loader; an epoch the model cannot make is
+  // counted, not followed, and the connection stays.
+  Send(c.get(), SettingsFrame(2, "wide=1\n") + EpochFrame(2, 0) + EpochFrame(2, 9));
+  REQUIRE(s.orders.SegmentCount(5) == 3);
+  CHECK(s.orders.Segment(5, 2)->batch_size == 64);
+  CHECK(s.Stats().find("\"models\":2,\"model_errors\":1,") != std::string::npos);
+  CHECK(s.Stats().find("NotFound: epoch 9 of loader 2: no epoch 9") != std::string::npos);
+  c.reset();  // the models are let go with their connection
+  CHECK(s.orders.memory_bytes() < held);
+}
+
+TEST_CASE("refused settings are counted once and their epochs ignored", "[report]") {
+  Store s;
+  s.orders.SetModelMaker([](const std::map<std::string, std::string>&) -> Result<ReportedModel> {
+    return Status::InvalidArgument("prefetch_seed: 'x' is not a number");
+  });
+  auto c = s.orders.Connect();
+  Send(c.get(), MainHello(6) + SettingsFrame(4, "seed=x\n") + EpochFrame(4, 0) +
+                    SettingsFrame(5, "seed=y\n") + EpochFrame(5, 0));
+  CHECK(s.orders.SegmentCount(6) == 0);
+  const std::string stats = s.Stats();
+  CHECK(stats.find("\"models\":0,\"model_errors\":2,") != std::string::npos);
+  CHECK(stats.find("InvalidArgument: the settings of loader 4 of process 6: prefetch_seed") !=
+        std::string::npos);
+  // Without a model maker, settings are refused the same way.
+  Store bare;
+  auto d = bare.orders.Connect();
+  Send(d.get(), MainHello(7) + SettingsFrame(1, "sampler=keras\n") + EpochFrame(1, 0));
+  CHECK(bare.orders.SegmentCount(7) == 0);
+  CHECK(bare.Stats().find("\"model_errors\":1,") != std::string::npos);
+}
+
+TEST_CASE("SETTINGS and EPOCH break the protocol when out of place", "[report]") {
+  Store s;
+  s.orders.SetModelMaker([](const std::map<std::string, std::string>&) -> Result<ReportedModel> {
+    return ReportedModel{[](uint64_t) -> Result<std::vector<uint32_t>> {
+      return std::vector<uint32_t>{};
+    }, 1, 0};
+  });
+  struct Case {
+    std::string bytes, message;
+  };
+  std::string many;
+  for (uint64_t i = 0; i <= ReportedOrders::kMaxModels; ++i) many += SettingsFrame(i, "");
+  const std::vector<Case> cases = {
+      {WorkerHello(1) + SettingsFrame(1, ""), "SETTINGS from a process whose HELLO is not"},
+      {WorkerHello(1) + EpochFrame(1, 0), "EPOCH from a process whose HELLO is not"},
+      {MainHello(1) + EpochFrame(3, 0), "EPOCH for stream 3 without its SETTINGS"},
+      {MainHello(1) + SettingsFrame(2, "") + SettingsFrame(2, ""), "SETTINGS for stream 2 again"},
+      {MainHello(1) + many, "SETTINGS for more than 16 loaders on one connection"},
+  };
+  for (const Case& k : cases) {
+    INFO(k.message);
+    auto c = s.orders.Connect();
+    const Status st = c->Feed(k.bytes.data(), k.bytes.size());
+    CHECK(st.IsCorruption());
+    CHECK(st.message().find(k.message) != std::string::npos);
+  }
 }
 
 }  // namespace

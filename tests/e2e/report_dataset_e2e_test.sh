@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Zero configuration, tf.data: the Horovod + Keras tutorials' pattern B
+# (image_dataset_from_directory(batch_size=1) sharded after loading, so every
+# rank opens every file) on 2 ranks, each reading through its own clairfsd
+# given no prefetch settings, ram_cache a third of the dataset, the order
+# reporter on the job's PYTHONPATH. The reporter sends the dataset's settings
+# and each iteration's start (SETTINGS, EPOCH: docs/report.md); the daemons'
+# Keras model makes the orders. Runs:
+#   tf-keras2 seeded     Horovod, seed=42, --deterministic
+#   tf-keras2 seed=None  Horovod, Keras draws the seed from NumPy's global
+#                        generator (seeded by --deterministic, so comparable)
+#   tf-current unseeded  Keras 3, seed=None and nothing seeded at all
+# Checked: the seeded runs' samples and losses equal a run on the source
+# tree; in every run, every epoch after the first has >= 99% of each node's
+# opens ready and no deviation, and the daemons made the model (report.models).
+# A missing venv skips (77), or fails when CI=true.
+set -uo pipefail
+BIN=$CLAIRFS_BIN
+source "$CLAIRFS_SRC/tests/tf/venvs_lib.sh" tf-keras2 tf-current
+source "$CLAIRFS_SRC/tests/fs/dist/ranks_lib.sh" report-dataset
+PY=/usr/bin/python3
+SCRIPT=$CLAIRFS_SRC/scripts/keras/train_dataset.py
+EPOCHS=3
+failures=0
+pass() { echo "ok   $*"; }
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+
+$PY "$CLAIRFS_SRC/scripts/make_imagefolder.py" "$T/data" --classes 4 --per-class 30 --size 48 >/dev/null || exit 1
+"$BIN/clairfs-partition" pack "$T/data" "$T/packed" --partitions 4 --compress none >/dev/null || exit 1
+bytes=$(find "$T/data/train" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
+
+# train VENV TAG DATA0 DATA1 ARGS...: 2 ranks, rank r on DATAr, the reporter on the path.
+train() {
+  local py=$VENVS/$1/bin/python tag=$2 d0=$3 d1=$4
+  shift 4
+  local args=(--epochs $EPOCHS --batch-size 8 --image-size 32 "$@")
+  PYTHONPATH=$BIN/report timeout 600 "$MPIEXEC" \
+    -n 1 "$py" "$SCRIPT" "$d0" "${args[@]}" --report "$T/$tag.json" --sample-log "$T/$tag.samples" \
+    : -n 1 "$py" "$SCRIPT" "$d1" "${args[@]}" --sample-log "$T/$tag.samples" >"$T/$tag.log" 2>&1
+}
+
+# run NAME VENV COMPARE ARGS...: through 2 daemons given no settings (and,
+# when COMPARE is 1, on the source too), then the checks.
+run() {
+  local name=$1 venv=$2 compare=$3
+  shift 3
+  rm -rf "$T"/mnt* "$T"/ssd*
+  "$MPIEXEC" -n 2 "$BIN/clairfsd" --dataset "$T/packed" --mount "$T/mnt{rank}" --local-dir "$T/ssd{rank}" \
+    --ram-cache $((bytes / 3)) >"$T/daemons-$name.log" 2>&1 &
+  launcher=$!
+  "$BIN/clairfs-wait" "$T/mnt0" "$T/mnt1" --timeout 60 --quiet || { fail "$name: mounts"; cat "$T/daemons-$name.log"; return; }
+  train "$venv" "$name-clairfs" "$T/mnt0/train" "$T/mnt1/train" "$@" ||
+    { fail "$name: training through the mounts"; tail -20 "$T/$name-clairfs.log"; }
+  sleep 1  # inotify reports opens after the fact
+  for r in 0 1; do cp "$T/mnt$r/.clairfs/stats.json" "$T/$name-stats$r.json"; done
+  kill -TERM "$launcher"; wait "$launcher"; launcher=""
+  if [[ $compare == 1 ]]; then
+    train "$venv" "$name-direct" "$T/data/train" "$T/data/train" "$@" ||
+      { fail "$name: training on the source"; tail -20 "$T/$name-direct.log"; }
+  fi
+  $PY - "$T" "$name" "$EPOCHS" "$compare" <<'PY' && pass "$name" || fail "$name: see above"
+import json, sys
+t, name, epochs, compare = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
+ok = True
+log = open("%s/%s-clairfs.log" % (t, name)).read()
+if "clairfs-report" in log:
+    print("the reporter gave up: " + log[log.index("clairfs-report"):][:300])
+    ok = False
+if compare:
+    for r in (0, 1):
+        a = open("%s/%s-clairfs.samples.rank%d" % (t, name, r)).read().split("\n")
+        b = open("%s/%s-direct.samples.rank%d" % (t, name, r)).read().split("\n")
+        print("rank %d: %d samples through clairfs, %d on the source, identical: %s"
+              % (r, len(a) - 1, len(b) - 1, a == b))
+        ok &= a == b and len(a) > 1
+    la = [e["loss"] for e in json.load(open("%s/%s-clairfs.json" % (t, name)))["epochs"]]
+    lb = [e["loss"] for e in json.load(open("%s/%s-direct.json" % (t, name)))["epochs"]]
+    print("losses through clairfs %s, on the source %s" % (la, lb))
+    ok &= la == lb and len(la) == epochs
+for node in (0, 1):
+    s = json.load(open("%s/%s-stats%d.json" % (t, name, node)))
+    p, rep = s["prefetch"], s["report"]
+    print("node %d: sampler %s, models %d, model errors %d %s, deviations %d, peak %d of %d bytes"
+          % (node, p.get("sampler"), rep["models"], rep["model_errors"], rep["first_model_error"],
+             p["deviations"], p["peak_used_bytes"], p["budget_bytes"]))
+    ok &= p.get("sampler") == "reported" and rep["models"] >= 1 and rep["model_errors"] == 0
+    ok &= p["deviations"] == 0 and p["peak_used_bytes"] <= p["budget_bytes"]
+    later = [e for e in p["per_epoch"] if e["epoch"] >= 1]
+    for e in p["per_epoch"]:
+        print("node %d epoch %d: %d of %d opens ready, %d stalls, %d deviations"
+              % (node, e["epoch"], e["ready"], e["opens"], e["stalls"], e["deviations"]))
+    ok &= len(later) == epochs - 1
+    ok &= all(e["ready"] >= 0.99 * e["opens"] and e["opens"] > 0 and e["deviations"] == 0
+              for e in later)
+sys.exit(0 if ok else 1)
+PY
+}
+
+run keras2-seeded tf-keras2 1 --seed 42 --deterministic
+run keras2-numpy-seed tf-keras2 1 --seed 42 --deterministic --dataset-seed none
+run keras3-unseeded tf-current 0 --dataset-seed none
+
+echo "$failures failures"
+[[ $failures -eq 0 ]]
