@@ -83,6 +83,11 @@ def _patch(module):
         else:
             from . import keras_hooks
             keras_hooks.patch(module)
+            if module.__name__.endswith(("engine.data_adapter", "epoch_iterator")):
+                # fit's readers: an image_dataset_from_directory iteration is reported when
+                # fit starts reading its iterator
+                from . import idfd_hooks
+                idfd_hooks.patch_reader(module)
     except Exception as e:
         try:
             from . import guard

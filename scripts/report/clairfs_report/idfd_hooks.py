@@ -18,17 +18,31 @@ global state; after the call it checks that the global state moved by exactly th
 
 At the first tag, tf.data's DatasetV2.__iter__ (tensorflow.python.data.ops.dataset_ops) is
 wrapped: an iter() whose dataset's inputs (DatasetV2._inputs(), down to the tagged dataset)
-reach a tagged dataset counts one iteration of it, and, before the real __iter__ creates the
-iterator, sends SETTINGS (first time for the stream) and EPOCH(stream, k), k = iterations of
-that tagged dataset started before. Each iterator creation counts because the dataset's
-reshuffling tf.data shuffle draws its seeds from a per-dataset generator at every iterator
-creation. A stream is a (tagged dataset, shard) pair: the `.shard(n, i)` met on the way gives
-rank i and world_size n (0 and 1 without one). Not reported, and the tagged dataset given up
-for good (its count is no longer known): an iteration inside a tf.function or in graph mode, a
-path through repeat/cache/snapshot (zero or many input iterations per iteration), the tagged
-dataset met more than once (zip/concatenate with itself), an iter() that raised. Not reported
-for that iteration alone (counted): more than one shard, or a shard whose values are not
-Python-known.
+reach a tagged dataset counts one iteration of it; the iterator made is remembered (weakly,
+_pending) with its stream and k, k = iterations of that tagged dataset started before. Each
+iterator creation counts because the dataset's reshuffling tf.data shuffle draws its seeds from
+a per-dataset generator at every iterator creation. A stream is a (tagged dataset, shard) pair:
+the `.shard(n, i)` met on the way gives rank i and world_size n (0 and 1 without one).
+SETTINGS (first time for the stream) and EPOCH(stream, k) are sent when the iterator starts
+being read, never at its creation: fit makes iterators it never reads (tf.keras 2's
+DataHandler.enumerate_epochs one before its epoch loop, Keras 3's EpochIterator one at each
+epoch's end that the next epoch drops when steps_per_epoch is None), and the daemon takes each
+EPOCH for the next epoch the process reads. Started being read = the first of:
+  - tf.keras 2 (keras.src.engine.data_adapter, keras.engine..., tf_keras.src.engine...):
+    DataHandler.enumerate_epochs hands out `(epoch, iterator)` (patch_reader);
+  - Keras 3 (keras.src.trainers.epoch_iterator): EpochIterator._enumerate_iterator hands out
+    `(begin, end, iterator)` (patch_reader);
+  - anything else: the iterator's first eager OwnedIterator.__next__ / get_next /
+    get_next_as_optional (wrapped at the first tag; while nothing is pending a call costs one
+    dict truth test, else one dict lookup).
+Not reported, and the tagged dataset given up for good (its count is no longer known): an
+iteration made inside a tf.function or in graph mode, a remembered iterator first read in graph
+mode (a tf.function closing over it), a path through repeat/cache/snapshot (zero or many input
+iterations per iteration), the tagged dataset met more than once (zip/concatenate with itself),
+an iter() that raised. Not reported for that iteration alone (counted): more than one shard, a
+shard whose values are not Python-known, an iterator never read, an iterator read only inside a
+tf.function it was passed to (it is rebuilt there, not the object iter() returned), one read
+only through a distribute strategy's iterator.
 Every hook body runs under guard.call: a failure turns the reporter off, never the job.
 """
 import functools
@@ -43,6 +57,9 @@ from . import channel, guard, tables, wire
 _tags = weakref.WeakKeyDictionary()  # tagged dataset -> _Tag
 _lock = threading.Lock()
 _iter_patched = False
+# id(iterator made by DatasetV2.__iter__, not read yet) -> (weakref to it, [(tag, rank, world, k)])
+# A plain dict: `if _pending` is the whole cost of the read hooks while nothing is pending.
+_pending = {}
 _MAX_NODES = 10000       # a walk that visits more gives up every tagged dataset
 _REITERATING = ("Repeat", "Cache", "Snapshot")  # class names: 0 or n input iterations each
 
@@ -238,14 +255,137 @@ def _patch_iter():
             return orig(self)
         found = guard.call(_on_iter, self)
         try:
-            return orig(self)
+            it = orig(self)
         except BaseException:
             if found:
-                guard.call(_lose, found)
+                guard.call(_lose, found[0])
             raise
+        if found and found[1]:
+            guard.call(_remember, it, found[1])
+        return it
 
     D.__iter__ = __iter__
     _iter_patched = True
+    _patch_next()
+
+
+def _patch_next():
+    """The fallback for readers other than fit: an iterator's first eager read."""
+    m = sys.modules.get("tensorflow.python.data.ops.iterator_ops")
+    O = getattr(m, "OwnedIterator", None)
+    if O is None:
+        return
+    for name in ("__next__", "get_next", "get_next_as_optional"):
+        orig = O.__dict__.get(name)
+        if orig is not None:
+            setattr(O, name, _first_read(orig))
+
+
+def _first_read(orig):
+    @functools.wraps(orig)
+    def method(self, *args, **kwargs):
+        if _pending and id(self) in _pending:
+            guard.call(_read_first, self)
+        return orig(self, *args, **kwargs)
+    return method
+
+
+def _read_first(it):
+    ctx = sys.modules.get("tensorflow.python.eager.context")
+    if ctx is not None and ctx.executing_eagerly():
+        _read(it)
+        return
+    with _lock:
+        for tag, _, _, _ in _take(it) or ():
+            tag.lost = True  # read in a graph: how many times is not known
+
+
+def patch_reader(module):
+    """Fit's readers: tf.keras 2's DataHandler.enumerate_epochs, Keras 3's
+    EpochIterator._enumerate_iterator. Each item they hand out holds the iterator about to be
+    read (item[1], item[2]); it is reported then (if it is pending)."""
+    if getattr(module, "_clairfs_idfd_reader", False):
+        return
+    H = getattr(module, "DataHandler", None)
+    E = getattr(module, "EpochIterator", None)
+    if H is not None and "enumerate_epochs" in H.__dict__:
+        H.enumerate_epochs = _reader(H.enumerate_epochs, 1)
+    if E is not None and "_enumerate_iterator" in E.__dict__:
+        E._enumerate_iterator = _reader(E._enumerate_iterator, 2)
+    module._clairfs_idfd_reader = True
+
+
+def _reader(orig, pick):
+    @functools.wraps(orig)
+    def method(self, *args, **kwargs):
+        gen = orig(self, *args, **kwargs)
+        if not _tags or guard.off:
+            return gen
+        return _reading(gen, pick)
+    return method
+
+
+def _reading(gen, pick):
+    """gen's items, values sent and exceptions thrown, unchanged; each item's iterator
+    (item[pick]) reported before the item is handed out."""
+    value, thrown = None, None
+    while True:
+        try:
+            if thrown is not None:
+                exc, thrown = thrown, None
+                item = gen.throw(exc)
+            else:
+                item = gen.send(value)
+        except StopIteration as stop:
+            return stop.value
+        if _pending:
+            guard.call(_read_item, item, pick)
+        try:
+            value = yield item
+        except GeneratorExit:
+            gen.close()
+            raise
+        except BaseException as e:
+            value, thrown = None, e
+
+
+def _read_item(item, pick):
+    if isinstance(item, tuple) and len(item) > pick:
+        it = item[pick]
+        if id(it) in _pending:
+            _read(it)
+
+
+def _remember(it, entries):
+    key = id(it)
+
+    def gone(ref, key=key):
+        e = _pending.get(key)
+        if e is not None and e[0] is ref:
+            _pending.pop(key, None)
+
+    try:
+        ref = weakref.ref(it, gone)
+    except TypeError:
+        return  # no tf.data iterator
+    _pending[key] = (ref, entries)
+
+
+def _take(it):
+    """The pending entries of `it` (now no longer pending), or None. Under _lock."""
+    e = _pending.get(id(it))
+    if e is None or e[0]() is not it:
+        return None
+    del _pending[id(it)]
+    return e[1]
+
+
+def _read(it):
+    """`it` starts being read: its iterations are reported (unless given up since)."""
+    with _lock:
+        for tag, rank, world, k in _take(it) or ():
+            if not tag.lost:
+                _report(tag, rank, world, k)
 
 
 def _children(node):
@@ -309,8 +449,9 @@ def _walk(ds):
 
 
 def _on_iter(ds):
-    """Counts the iteration for each tagged dataset under `ds` and reports it. Returns the
-    tags counted (given up if the real __iter__ raises)."""
+    """Counts the iteration for each tagged dataset under `ds`. Returns (the tags counted (given
+    up if the real __iter__ raises), [(tag, rank, world, k)] to report once the iterator made is
+    read), or None."""
     ctx = sys.modules.get("tensorflow.python.eager.context")
     eager = ctx is not None and ctx.executing_eagerly()
     found = _walk(ds)
@@ -324,7 +465,7 @@ def _on_iter(ds):
         paths = {}
         for tag, node, shards, reiter in found:
             paths.setdefault(id(tag), (tag, []))[1].append((shards, reiter))
-        counted = []
+        counted, entries = [], []
         for tag, ways in paths.values():
             if tag.lost:
                 continue
@@ -338,8 +479,8 @@ def _on_iter(ds):
             if len(shards) > 1 or (shards and shards[0] is False):
                 continue  # the shard is not known: this iteration is not reported
             rank, world = shards[0] if shards else (0, 1)
-            _report(tag, rank, world, k)
-        return counted
+            entries.append((tag, rank, world, k))
+        return counted, entries
 
 
 def _lose(tags):
