@@ -8,7 +8,10 @@ first iterations of the same pipeline built afresh with the seed given.
 usage: idfd_job.py DATA_DIR OUT.json CONFIG_JSON
 CONFIG: {"seed": S or null, "numpy_seed": N or null, "global_seed": G or null,
          "shard": [n, r] or null, "batch": B, "epochs": E, "ref": DIR or null,
-         "ref_seed": S (for the reference; default seed), "ref_iters": M}
+         "ref_seed": S (for the reference; default seed), "ref_iters": M,
+         "steps_per_epoch": S or null (fit's), "loop": false (true: E passes of a plain
+         `for x in ds` instead of fit), "unread": U (iterators made and dropped unread after
+         fit, before the one more iteration; default 0)}
 """
 import json
 import os
@@ -65,8 +68,17 @@ def main():
     ])
     model.compile(optimizer=tf.keras.optimizers.SGD(learning_rate=0.01),
                   loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    model.fit(ds, epochs=cfg.get("epochs", 3), verbose=0)
+    if cfg.get("loop"):
+        for _ in range(cfg.get("epochs", 3)):
+            for _ in ds:
+                pass
+    else:
+        model.fit(ds, epochs=cfg.get("epochs", 3), steps_per_epoch=cfg.get("steps_per_epoch"),
+                  verbose=0)
     fit_log = list(log)
+    for _ in range(cfg.get("unread", 0)):
+        it = iter(ds)
+        del it
     del log[:]
     after = [i for b in (list(ds) and log) for i in b]
     ref = []

@@ -217,24 +217,56 @@ class Idfd(Jobs):
                         "sampler": "keras", "root": "data", "rank": str(rank),
                         "world_size": "2", "seed": "1234", "global-seed": "77",
                         "keras-version": r["keras"], "batch-size": "1", "labels": "inferred"})
-                    got = d.epochs[(pid, 1)]
                     # fit's iterator creations (docs/report.md): tf.keras 2 one before the
-                    # epochs and one per epoch; Keras 3 two per epoch (the second made at
-                    # the epoch's end, dropped unread); then the job's one more iteration.
+                    # epochs (never read) and one per epoch; Keras 3 two per epoch (the second
+                    # made at the epoch's end, dropped unread). Only those read are reported.
+                    reads = ([2 * e for e in range(epochs)] if self.keras3(py)
+                             else [e + 1 for e in range(epochs)])
                     made = 2 * epochs if self.keras3(py) else epochs + 1
-                    self.assertEqual(got, list(range(made + 1)))
-                    ref = r["ref"]
-                    self.assertEqual(len({tuple(o) for o in ref}), len(ref))  # all distinct
-                    # The iteration after fit is the dataset's iteration number `made`.
-                    self.assertEqual(r["after"], ref[made])
-                    # Each epoch fit trained on is one reported iteration, in its order.
-                    per_epoch = -(-len(r["after"]) // batch)
-                    self.assertEqual(len(r["fit"]), epochs * per_epoch)
-                    for e in range(epochs):
-                        seen = [i for b in r["fit"][e * per_epoch:(e + 1) * per_epoch]
-                                for i in b]
-                        k = 2 * e if self.keras3(py) else e + 1
-                        self.assertEqual(seen, ref[k], (py, e))
+                    self.check_reads(r, d, batch, reads, made)
+
+    def check_reads(self, r, d, batch, reads, after):
+        """EPOCH frames for exactly the iterations `reads` then `after` (the job's one more),
+        each number's order that of a fresh pipeline's iteration of that number (ref): fit's
+        log read iteration by iteration, the one more iteration."""
+        got = d.epochs[(r["pid"], 1)]
+        self.assertEqual(got, reads + [after])
+        ref = r["ref"]
+        self.assertGreater(len(ref), after)
+        self.assertEqual(len({tuple(o) for o in ref}), len(ref))  # all distinct
+        self.assertEqual(r["after"], ref[after])
+        per_iter = -(-len(r["after"]) // batch)
+        self.assertEqual(len(r["fit"]), len(reads) * per_iter)
+        for i, k in enumerate(reads):
+            seen = [s for b in r["fit"][i * per_iter:(i + 1) * per_iter] for s in b]
+            self.assertEqual(seen, ref[k], (i, k))
+
+    def test_idfd_steps_per_epoch(self):
+        # fit with steps_per_epoch = half the batches: one iterator is read over 2 epochs.
+        # Keras 3 (4 epochs): made 0 (read, epochs 0-1), 1 (read, 2-3), 2 (at the end, unread);
+        # tf.keras 2 (2 epochs; steps != the cardinality: no iterator made again): 0 only.
+        batch = 3  # rank 0's 11 samples: 4 batches
+        for py in PYTHONS:
+            with self.subTest(py=py):
+                epochs = 4 if self.keras3(py) else 2
+                cfg = {"seed": 99, "shard": [2, 0], "batch": batch, "epochs": epochs,
+                       "steps_per_epoch": 2, "ref": self.ref, "ref_iters": 5}
+                r, d = self.idfd(py, cfg)
+                if self.keras3(py):
+                    self.check_reads(r, d, batch, [0, 1], 3)
+                else:
+                    self.check_reads(r, d, batch, [0], 1)
+
+    def test_idfd_loop_unread(self):
+        # A plain `for x in ds` twice, then two iterators made and never read, then one more
+        # iteration: EPOCH 0, 1 (at each loop's first element), nothing for 2 and 3, then 4.
+        batch = 3
+        for py in PYTHONS:
+            with self.subTest(py=py):
+                cfg = {"seed": 5, "shard": [2, 1], "batch": batch, "epochs": 2, "loop": True,
+                       "unread": 2, "ref": self.ref, "ref_iters": 5}
+                r, d = self.idfd(py, cfg)
+                self.check_reads(r, d, batch, [0, 1], 4)
 
     def test_idfd_unseeded(self):
         # (b) seed=None: the reported seed is the one Keras drew, and the reporter changes
@@ -248,7 +280,7 @@ class Idfd(Jobs):
                 self.assertEqual((fields["rank"], fields["world_size"]), ("0", "1"))
                 seed = int(fields["seed"])
                 self.assertEqual(d.epochs[(on["pid"], 1)],
-                                 list(range(5 if self.keras3(py) else 4)))
+                                 [0, 2, 4] if self.keras3(py) else [1, 2, 3])
                 off, d = self.idfd(py, cfg, report=False)
                 self.assertEqual((d.hellos, d.frames), ([], 0))
                 for k in ("file_paths", "fit", "after"):
