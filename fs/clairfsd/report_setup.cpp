@@ -103,30 +103,6 @@ Result<ReportedModel> ModelOfSettings(const format::Manifest& manifest,
   return model;
 }
 
-std::vector<uint32_t> OpenOrder(const ReportedSegment& seg) {
-  if (seg.num_workers < 2 || seg.batch_size < 1 || seg.sample_files.empty()) return seg.files;
-  const uint64_t w = static_cast<uint64_t>(seg.num_workers);
-  const uint64_t b = static_cast<uint64_t>(seg.batch_size);
-  const uint64_t samples = seg.sample_files.size();
-  // Where each sample's files start.
-  std::vector<uint64_t> start(samples + 1, 0);
-  for (uint64_t i = 0; i < samples; ++i) start[i + 1] = start[i] + seg.sample_files[i];
-  if (start[samples] != seg.files.size()) return seg.files;
-  std::vector<uint32_t> out;
-  out.reserve(seg.files.size());
-  for (uint64_t group = 0; group < samples; group += w * b) {
-    for (uint64_t s = 0; s < b; ++s) {
-      for (uint64_t k = 0; k < w; ++k) {
-        const uint64_t i = group + k * b + s;  // sample s of the group's k-th batch
-        if (i >= samples) break;
-        out.insert(out.end(), seg.files.begin() + static_cast<ptrdiff_t>(start[i]),
-                   seg.files.begin() + static_cast<ptrdiff_t>(start[i + 1]));
-      }
-    }
-  }
-  return out;
-}
-
 EngineSlot::EngineSlot(std::unique_ptr<PrefetchEngine> engine, Factory make)
     : engine_(std::move(engine)), make_(std::move(make)) {
   live_.store(engine_.get(), std::memory_order_release);
@@ -304,8 +280,7 @@ void ReportedPrefetch::OnSegment() {
     for (uint64_t g : slots) {
       Result<ReportedSegment> seg = orders->Segment(pids[g], epoch);
       if (!seg.ok()) return seg.status();
-      const std::vector<uint32_t> files = OpenOrder(*seg);
-      out.emplace_back(files.begin(), files.end());
+      out.emplace_back(seg->files.begin(), seg->files.end());
     }
     return out;
   };

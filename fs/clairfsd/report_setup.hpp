@@ -81,14 +81,6 @@ class EngineSlot final : public OpenObserver {
 Result<ReportedModel> ModelOfSettings(const format::Manifest& manifest,
                                       const std::map<std::string, std::string>& settings);
 
-// The files of `seg` in the order its loader opens them. A DataLoader with W
-// >= 2 worker processes hands batch b to worker b % W and the workers read
-// side by side: sample s of batch b is opened about when sample s of the
-// other batches of its group of W is, so the group's batches interleave
-// sample by sample. Otherwise (one reader, or a shape not reported) the
-// draw order.
-std::vector<uint32_t> OpenOrder(const ReportedSegment& seg);
-
 class ReportedPrefetch {
  public:
   // `budget`: the planner's RAM budget (ram_cache).

@@ -348,23 +348,19 @@ Result<ReportedSegment> ReportedOrders::Segment(uint64_t pid, uint64_t seq) cons
     return out;
   }
   auto table = tables_.find(Canonical(s.table));
-  out.sample_files.reserve(s.indices.size());
   for (uint32_t index : s.indices) {
     if (table != tables_.end()) {
       auto learned = table->second.learned.find(index);
       if (learned != table->second.learned.end()) {
         out.files.insert(out.files.end(), learned->second.begin(), learned->second.end());
-        out.sample_files.push_back(static_cast<uint32_t>(learned->second.size()));
         continue;
       }
       const std::vector<uint32_t>& entries = table->second.entries;
       if (index < entries.size() && entries[index] != kNone) {
         out.files.push_back(entries[index]);
-        out.sample_files.push_back(1);
         continue;
       }
     }
-    out.sample_files.push_back(0);
     ++out.unresolved;
   }
   return out;

@@ -56,10 +56,6 @@ struct ReportedSegment {
   // in order; an index without a resolvable file gives none.
   std::vector<uint32_t> files;
   uint64_t unresolved = 0;  // indices that gave no file
-  // Files each index gave (0 when unresolved), in draw order: where each
-  // sample's files start in `files`. Empty for a model's segment (one file
-  // per sample).
-  std::vector<uint32_t> sample_files;
   // The loader's shape as its LOADER frame said (-1: not said).
   int64_t batch_size = -1, num_workers = -1, prefetch_factor = -1;
 };

@@ -512,42 +512,5 @@ TEST_CASE("reported sampler settings give the order the same settings configured
   }
 }
 
-
-TEST_CASE("a loader's workers read their batches side by side: the open order interleaves them",
-          "[prefetch_engine]") {
-  ReportedSegment seg;
-  seg.files = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
-  seg.sample_files.assign(10, 1);
-  seg.batch_size = 2;
-  seg.num_workers = 2;
-  // Batches [0 1] [2 3] [4 5] [6 7] [8 9]: workers 0 and 1 take turns.
-  CHECK(OpenOrder(seg) == std::vector<uint32_t>{0, 2, 1, 3, 4, 6, 5, 7, 8, 9});
-  seg.num_workers = 3;  // a last group of two batches, the last one short
-  seg.files.pop_back();
-  seg.sample_files.pop_back();
-  CHECK(OpenOrder(seg) == std::vector<uint32_t>{0, 2, 4, 1, 3, 5, 6, 8, 7});
-  // A sample's files stay together (a sample that opens two files, one that
-  // resolved to none).
-  ReportedSegment two;
-  two.files = {10, 11, 20, 30, 31};
-  two.sample_files = {2, 1, 0, 2};
-  two.batch_size = 2;
-  two.num_workers = 2;
-  CHECK(OpenOrder(two) == std::vector<uint32_t>{10, 11, 20, 30, 31});
-  two.batch_size = 1;  // batches [s0] [s1] [s2] [s3]: s0 with s1, s2 with s3
-  CHECK(OpenOrder(two) == std::vector<uint32_t>{10, 11, 20, 30, 31});
-  two.sample_files = {1, 1, 1, 2};
-  two.batch_size = 2;
-  CHECK(OpenOrder(two) == std::vector<uint32_t>{10, 20, 11, 30, 31});
-  // One reader, no shape, or counts that do not add up: the draw order.
-  for (int64_t workers : {-1, 0, 1}) {
-    seg.num_workers = workers;
-    CHECK(OpenOrder(seg) == seg.files);
-  }
-  seg.num_workers = 2;
-  seg.sample_files.back() = 2;
-  CHECK(OpenOrder(seg) == seg.files);
-}
-
 }  // namespace
 }  // namespace clairfs::fs
