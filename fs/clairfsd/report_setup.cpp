@@ -243,11 +243,12 @@ void ReportedPrefetch::OnSegment() {
   for (uint64_t pid : pids) start = std::max(start, orders_->SegmentCount(pid) - 1);
   uint64_t files = 0;
   // The widest loader reported sets how far out of order opens may come.
-  uint64_t batch = 0, workers = 0, factor = 0;
+  uint64_t batch = 0, workers = 0, factor = 0, window = 1;
   for (uint64_t pid : pids) {
     auto seg = orders_->Segment(pid, start);
     if (!seg.ok()) continue;
     files += seg->files.size();
+    window = std::max(window, seg->read_window);
     if (seg->batch_size < 1 || seg->num_workers < 0) continue;
     const uint64_t b = static_cast<uint64_t>(seg->batch_size);
     const uint64_t w = static_cast<uint64_t>(seg->num_workers);
@@ -266,6 +267,7 @@ void ReportedPrefetch::OnSegment() {
   c.batch_size = batch;
   c.num_workers = workers;
   c.prefetch_factor = factor;
+  c.read_window = window;
   c.budget_bytes = budget_;
   pf::PlannerInput in;
   in.file_size = FileSizes(*manifest_);

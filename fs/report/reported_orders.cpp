@@ -1,5 +1,6 @@
 #include "fs/report/reported_orders.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "base/log.hpp"
@@ -342,6 +343,7 @@ Result<ReportedSegment> ReportedOrders::Segment(uint64_t pid, uint64_t seq) cons
   out.batch_size = s.batch_size;
   out.num_workers = s.num_workers;
   out.prefetch_factor = s.prefetch_factor;
+  out.read_window = s.read_window;
   out.files.reserve(s.indices.size());
   if (s.table == kNodesTable) {  // a model's files, nodes already
     out.files = s.indices;
@@ -543,12 +545,14 @@ Status ReportedOrders::Connection::OnEpoch(const ReportEpoch& m) {
     done.batch_size = shape->second.batch_size;
     done.num_workers = shape->second.num_workers;
     done.prefetch_factor = shape->second.prefetch_factor;
-  } else if (it->second->window > 1) {
-    // Opens come anywhere within the window: as wide a loader.
-    done.batch_size = static_cast<int64_t>(it->second->window);
-    done.num_workers = 1;
-    done.prefetch_factor = 1;
+  } else {
+    // A framework's pipeline (tf.data) reads its elements one by one, in
+    // order within the model's window: as the configured samplers say it.
+    done.batch_size = 1;
+    done.num_workers = 0;
+    done.prefetch_factor = 2;
   }
+  done.read_window = std::max<uint64_t>(1, it->second->window);
   CLAIRFS_RETURN_IF_ERROR(orders_->Reserve(kEntryCost + SegmentBytes(done)));
   orders_->AddSegment(pid_, std::move(done));
   return Status::Ok();

@@ -58,6 +58,9 @@ struct ReportedSegment {
   uint64_t unresolved = 0;  // indices that gave no file
   // The loader's shape as its LOADER frame said (-1: not said).
   int64_t batch_size = -1, num_workers = -1, prefetch_factor = -1;
+  // A model's read window (ReportedModel::window): opens come anywhere
+  // within this many files of the order; 1 for reported orders.
+  uint64_t read_window = 1;
 };
 
 // What a SETTINGS frame becomes (the daemon's sampler models make it): the
@@ -129,6 +132,7 @@ class ReportedOrders {
     uint64_t epoch = 0;
     std::vector<uint32_t> indices;
     int64_t batch_size = -1, num_workers = -1, prefetch_factor = -1;  // LOADER's
+    uint64_t read_window = 1;                                         // a model's
   };
   struct Process {
     ReporterInfo info;
