@@ -338,12 +338,19 @@ TEST_CASE("a loader reported by its settings: the model makes each epoch's files
   CHECK(e0->files == cat);
   CHECK(e1->files == std::vector<uint32_t>{cat[1], cat[0]});
   CHECK((e1->stream == 1 && e1->epoch == 1 && e1->unresolved == 0));
-  CHECK(e1->batch_size == -1);  // an exact order: the default shape
-  // A wide window is as wide a loader; an epoch the model cannot make is
+  // A pipeline reads one element at a time, in order within the window.
+  CHECK((e1->batch_size == 1 && e1->num_workers == 0 && e1->prefetch_factor == 2));
+  CHECK(e1->read_window == 1);
+  // The model's window is the segment's; an epoch the model cannot make is
   // counted, not followed, and the connection stays.
   Send(c.get(), SettingsFrame(2, "wide=1\n") + EpochFrame(2, 0) + EpochFrame(2, 9));
   REQUIRE(s.orders.SegmentCount(5) == 3);
-  CHECK(s.orders.Segment(5, 2)->batch_size == 64);
+  CHECK(s.orders.Segment(5, 2)->read_window == 64);
+  // A LOADER of the stream sets the shape.
+  Send(c.get(), LoaderFrame(2, "batch_size=4\nnum_workers=3\n") + EpochFrame(2, 1));
+  REQUIRE(s.orders.SegmentCount(5) == 4);
+  CHECK((s.orders.Segment(5, 3)->batch_size == 4 && s.orders.Segment(5, 3)->num_workers == 3));
+  CHECK(s.orders.Segment(5, 3)->read_window == 64);
   CHECK(s.Stats().find("\"models\":2,\"model_errors\":1,") != std::string::npos);
   CHECK(s.Stats().find("NotFound: epoch 9 of loader 2: no epoch 9") != std::string::npos);
   c.reset();  // the models are let go with their connection
