@@ -531,7 +531,11 @@ Status ReportedOrders::Connection::OnEpoch(const ReportEpoch& m) {
                               " without its SETTINGS");
   }
   if (!it->second) return Status::Ok();  // refused: said once already
-  Result<std::vector<uint32_t>> files = it->second->files(m.epoch);
+  Result<std::vector<uint32_t>> files =
+      m.epoch <= kMaxModelEpoch
+          ? it->second->files(m.epoch)
+          : Status::InvalidArgument("past the models' last epoch, " +
+                                    std::to_string(kMaxModelEpoch));
   if (!files.ok()) {
     const Status why = files.status().WithPrefix("epoch " + std::to_string(m.epoch) +
                                                  " of loader " + std::to_string(m.stream) + ": ");

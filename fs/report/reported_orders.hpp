@@ -84,6 +84,9 @@ class ReportedOrders {
   class Connection;
   // Loaders with SETTINGS on one connection at most; more closes it.
   static constexpr size_t kMaxModels = 16;
+  // The highest EPOCH a model is asked for (some models walk every epoch
+  // before it); a higher one is refused, counted as a model error.
+  static constexpr uint64_t kMaxModelEpoch = 100000;
 
   ReportedOrders(std::shared_ptr<const format::Manifest> manifest, ReportLimits limits = {});
   ~ReportedOrders();

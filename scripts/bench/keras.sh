@@ -12,26 +12,29 @@
 #   local    a warm local copy of the JPEG tree (tmpfs, read once before)
 #   direct   reading the JPEG tree on the stand-in
 #   clairfs  through 2 clairfsd ranks whose packs are on the stand-in (staged to
-#            local disk in the background), told the job's Keras settings
+#            local disk in the background), told the job's Keras settings; with
+#            --reported told nothing: the job's order reporter (clairfs-run's
+#            PYTHONPATH) reports them, ram_cache a third of the dataset
 # Prints a markdown table (each epoch; clairfs / local, direct / clairfs) and the
 # prefetcher's per-epoch share of opens that found their file ready.
 #
 # --json FILE also writes every epoch in the form scripts/bench/plot.py draws.
 #
 # usage: scripts/bench/keras.sh [--pattern A|B] [--per-class N] [--epochs E] [--mbps M] [--iops I]
-#                               [--json FILE]
+#                               [--json FILE] [--reported]
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$repo/${BUILD_DIR:-build}/bin
 PY=/usr/bin/python3
 HVD_PY=${CLAIRFS_VENVS:-$repo/.venvs}/tf-keras2/bin/python
-per_class=128 epochs=3 mbps=50 iops=200 pattern=B json=""
-usage="usage: $0 [--pattern A|B] [--per-class N] [--epochs E] [--mbps M] [--iops I] [--json FILE]"
+per_class=128 epochs=3 mbps=50 iops=200 pattern=B json="" reported=""
+usage="usage: $0 [--pattern A|B] [--per-class N] [--epochs E] [--mbps M] [--iops I] [--json FILE] [--reported]"
 while (($#)); do
   case $1 in
     --pattern) pattern=${2^^}; shift 2 ;; --json) json=$2; shift 2 ;;
     --per-class) per_class=$2; shift 2 ;; --epochs) epochs=$2; shift 2 ;;
     --mbps) mbps=$2; shift 2 ;; --iops) iops=$2; shift 2 ;;
+    --reported) reported=1; shift ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
 done
@@ -65,10 +68,16 @@ prefetch_steps_per_epoch: $((len / 2))"
 fi
 train() {  # train NAME DATA0 DATA1: Horovod rank r reads DATAr
   local args=(--epochs "$epochs" --batch-size 32 --seed 42 --deterministic --report "$W/$1.json")
-  TF_CPP_MIN_LOG_LEVEL=2 "$MPIEXEC" -n 1 "$HVD_PY" "$script" "$2" "${args[@]}" \
+  local path=""
+  [[ $1 == clairfs && -n $reported ]] && path=$BIN/report  # as clairfs-run puts it
+  PYTHONPATH=$path TF_CPP_MIN_LOG_LEVEL=2 "$MPIEXEC" -n 1 "$HVD_PY" "$script" "$2" "${args[@]}" \
     : -n 1 "$HVD_PY" "$script" "$3" "${args[@]}" >&2
 }
-cat >"$W/clairfs.yaml" <<YAML
+if [[ -n $reported ]]; then
+  bytes=$(find "$PFS_MNT/data/train" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
+  echo "ram_cache: $((bytes / 3))" >"$W/clairfs.yaml"
+else
+  cat >"$W/clairfs.yaml" <<YAML
 $sampler_settings
 prefetch_root: train
 prefetch_seed: 42
@@ -77,6 +86,7 @@ prefetch_epochs: $epochs
 prefetch_world_size: 2
 ram_cache: 512M
 YAML
+fi
 drop_caches; cat "$local_copy"/data/train/*/* >/dev/null  # the local copy is warm
 train local "$local_copy/data/train" "$local_copy/data/train"
 drop_caches; train direct "$PFS_MNT/data/train" "$PFS_MNT/data/train"
@@ -101,7 +111,10 @@ else:
     what = ("scripts/keras/train_flow.py (pattern A), Horovod 0.28.1 + tf.keras 2.15, 2 ranks, "
             "batch 32, %d JPEG files, fit(steps_per_epoch=%d): each rank opens half of them "
             "(the same half) every epoch" % (n, (n + 31) // 32 // 2))
-print("Setting: %s (%s); caches dropped before each run; one round." % (what, desc))
+how = ("the job's reported orders, ram_cache a third of the dataset"
+       if json.load(open("%s/stats0.json" % w))["prefetch"].get("sampler") == "reported"
+       else "the job's settings, given, ram_cache 512M")
+print("Setting: %s (%s); clairfs: %s; caches dropped before each run; one round." % (what, desc, how))
 print()
 print("| epoch | local copy (s) | direct (s) | clairfs (s) | clairfs / local | direct / clairfs | ready at open (node 0, node 1) |")
 print("| --- | --- | --- | --- | --- | --- | --- |")

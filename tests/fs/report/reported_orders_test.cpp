@@ -353,6 +353,11 @@ TEST_CASE("a loader reported by its settings: the model makes each epoch's files
   CHECK(s.orders.Segment(5, 3)->read_window == 64);
   CHECK(s.Stats().find("\"models\":2,\"model_errors\":1,") != std::string::npos);
   CHECK(s.Stats().find("NotFound: epoch 9 of loader 2: no epoch 9") != std::string::npos);
+  // An epoch past the models' range is not even asked for (a model may walk
+  // every epoch before it).
+  Send(c.get(), EpochFrame(2, ReportedOrders::kMaxModelEpoch + 1) + EpochFrame(2, ~uint64_t{0}));
+  CHECK(s.orders.SegmentCount(5) == 4);  // the model would have made them
+  CHECK(s.Stats().find("\"model_errors\":3,") != std::string::npos);
   c.reset();  // the models are let go with their connection
   CHECK(s.orders.memory_bytes() < held);
 }
