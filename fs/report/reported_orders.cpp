@@ -507,9 +507,9 @@ Status ReportedOrders::Connection::OnSettings(const ReportSettings& m) {
     if (Status st = orders_->Reserve(model->memory_bytes); !st.ok()) model = st;
   }
   if (!model.ok()) {
-    const Status why = model.status().WithPrefix("the settings of loader " +
-                                                 std::to_string(m.stream) + " of process " +
-                                                 std::to_string(pid_) + ": ");
+    const Status why =
+        model.status().WithPrefix("the settings of loader " + std::to_string(m.stream) +
+                                  " of process " + std::to_string(pid_) + ": ");
     if (orders_->CountModelError(why)) {
       Log(LogLevel::kWarn, "report: " + why.ToString() + " (its epochs are not followed)");
     }
@@ -532,10 +532,9 @@ Status ReportedOrders::Connection::OnEpoch(const ReportEpoch& m) {
   }
   if (!it->second) return Status::Ok();  // refused: said once already
   Result<std::vector<uint32_t>> files =
-      m.epoch <= kMaxModelEpoch
-          ? it->second->files(m.epoch)
-          : Status::InvalidArgument("past the models' last epoch, " +
-                                    std::to_string(kMaxModelEpoch));
+      m.epoch <= kMaxModelEpoch ? it->second->files(m.epoch)
+                                : Status::InvalidArgument("past the models' last epoch, " +
+                                                          std::to_string(kMaxModelEpoch));
   if (!files.ok()) {
     const Status why = files.status().WithPrefix("epoch " + std::to_string(m.epoch) +
                                                  " of loader " + std::to_string(m.stream) + ": ");

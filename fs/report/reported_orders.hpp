@@ -236,7 +236,7 @@ class ReportedOrders::Connection : private ReportSink {
   std::map<uint64_t, ReportLoader> loaders_;   // stream -> its LOADER (charged as map entries)
   // stream -> its SETTINGS' model; nullopt when refused (its EPOCHs ignored).
   std::map<uint64_t, std::optional<ReportedModel>> models_;
-  uint64_t partial_bytes_ = 0;                 // charged for partial_
+  uint64_t partial_bytes_ = 0;  // charged for partial_
   bool closed_ = false;
 };
 

@@ -455,7 +455,6 @@ TEST_CASE("opens reported after the fact count like answered ones", "[prefetch_e
   CHECK(f.stats.reads_from_pack.load() == 0);
 }
 
-
 TEST_CASE("reported sampler settings give the order the same settings configured give",
           "[prefetch_engine]") {
   MemoryDataset d(TreeSpec());
@@ -465,17 +464,31 @@ TEST_CASE("reported sampler settings give the order the same settings configured
   keras.prefetch_sampler = "keras";
   keras.prefetch_settings = {{"seed", "3"}, {"batch_size", "1"}, {"keras_version", "2.15"}};
   std::vector<std::pair<Config, std::map<std::string, std::string>>> cases = {
-      {torch, {{"sampler", "torch-distributed"}, {"root", "train"}, {"seed", "5"},
-               {"rank", "1"}, {"world_size", "2"}}},
-      {keras, {{"sampler", "keras"}, {"root", "train"}, {"seed", "3"}, {"batch-size", "1"},
-               {"keras-version", "2.15"}, {"rank", "1"}, {"world_size", "2"}}},
+      {torch,
+       {{"sampler", "torch-distributed"},
+        {"root", "train"},
+        {"seed", "5"},
+        {"rank", "1"},
+        {"world_size", "2"}}},
+      {keras,
+       {{"sampler", "keras"},
+        {"root", "train"},
+        {"seed", "3"},
+        {"batch-size", "1"},
+        {"keras-version", "2.15"},
+        {"rank", "1"},
+        {"world_size", "2"}}},
   };
   // Keras 3.15: the reported epoch k is the dataset's k-th iteration (the loop driver).
   Config keras3 = keras;
   keras3.prefetch_settings = {
       {"seed", "3"}, {"batch_size", "1"}, {"keras_version", "3.15"}, {"driver", "loop"}};
-  cases.push_back({keras3, {{"sampler", "keras"}, {"root", "train"}, {"seed", "3"},
-                            {"batch-size", "1"}, {"keras-version", "3.15"}}});
+  cases.push_back({keras3,
+                   {{"sampler", "keras"},
+                    {"root", "train"},
+                    {"seed", "3"},
+                    {"batch-size", "1"},
+                    {"keras-version", "3.15"}}});
   for (const auto& [config, settings] : cases) {
     INFO(config.prefetch_sampler);
     auto job = BuildPrefetchJob(config, *d.manifest, 0, 1);

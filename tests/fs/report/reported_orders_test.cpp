@@ -307,7 +307,6 @@ TEST_CASE("a segment in progress is charged and let go with its connection", "[r
   CHECK(s.Stats().find("\"connections_open\":0") != std::string::npos);
 }
 
-
 TEST_CASE("a loader reported by its settings: the model makes each epoch's files", "[report]") {
   Store s;
   std::vector<std::map<std::string, std::string>> asked;
@@ -326,8 +325,8 @@ TEST_CASE("a loader reported by its settings: the model makes each epoch's files
   auto c = s.orders.Connect();
   Send(c.get(), MainHello(5) + SettingsFrame(1, "sampler=keras\nroot=train\nseed=3\n"));
   REQUIRE(asked.size() == 1);
-  CHECK(asked[0] == std::map<std::string, std::string>{
-                        {"sampler", "keras"}, {"root", "train"}, {"seed", "3"}});
+  CHECK(asked[0] ==
+        std::map<std::string, std::string>{{"sampler", "keras"}, {"root", "train"}, {"seed", "3"}});
   CHECK(s.orders.SegmentCount(5) == 0);  // nothing until an epoch starts
   const uint64_t held = s.orders.memory_bytes();
   CHECK(held >= 1000);  // the model is charged
@@ -386,9 +385,8 @@ TEST_CASE("refused settings are counted once and their epochs ignored", "[report
 TEST_CASE("SETTINGS and EPOCH break the protocol when out of place", "[report]") {
   Store s;
   s.orders.SetModelMaker([](const std::map<std::string, std::string>&) -> Result<ReportedModel> {
-    return ReportedModel{[](uint64_t) -> Result<std::vector<uint32_t>> {
-      return std::vector<uint32_t>{};
-    }, 1, 0};
+    return ReportedModel{
+        [](uint64_t) -> Result<std::vector<uint32_t>> { return std::vector<uint32_t>{}; }, 1, 0};
   });
   struct Case {
     std::string bytes, message;
