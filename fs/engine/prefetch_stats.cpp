@@ -21,6 +21,7 @@ void PrefetchEngine::AddOpenCounts(const prefetch::PlannerStats& from, prefetch:
   to->deviations += from.deviations;
   to->repeat_opens += from.repeat_opens;
   to->unreported_opens += from.unreported_opens;
+  to->late_opens += from.late_opens;
   to->admissions += from.admissions;
   to->evictions += from.evictions;
 }
@@ -111,6 +112,7 @@ void PrefetchEngine::WriteStats(clairfs::JsonWriter& w) const {
       .Integer("deviations", p.deviations)
       .Integer("repeat_opens", p.repeat_opens)
       .Integer("unreported_opens", p.unreported_opens)
+      .Integer("late_opens", p.late_opens)
       .Integer("resync_attempts", p.resync_attempts)
       .Integer("resyncs", p.resyncs)
       .Integer("budget_bytes", p.budget_bytes)

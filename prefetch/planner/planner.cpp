@@ -109,6 +109,7 @@ OpenResult Planner::OnOpen(FileId file) {
     // The order of the epoch being started is not reported yet: an open
     // nothing could foresee, and no sign that the prediction is wrong.
     ++stats_.unreported_opens;
+    if (held_.size() < kMaxHeldOpens) held_.push_back({file, r.ready, 0});
     return r;
   }
   EpochCounts& epoch = EpochOf(found);

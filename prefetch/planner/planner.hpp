@@ -202,6 +202,8 @@ class Planner {
   // rank's window is about to run past what is materialised.
   std::optional<uint64_t> EpochToGenerate(bool urgent = false) const CLAIRFS_REQUIRES(mu_);
   void Extend(MutexLock* lock) CLAIRFS_REQUIRES(mu_);
+  // Matches the held opens against the epochs now known (after an Append).
+  void ReplayHeld() CLAIRFS_REQUIRES(mu_);
   void Resync(MutexLock* lock) CLAIRFS_REQUIRES(mu_);
   void Rebase(uint64_t epoch, const std::vector<std::vector<FileId>>& slots,
               const std::vector<std::pair<uint32_t, uint64_t>>& matched) CLAIRFS_REQUIRES(mu_);
@@ -229,6 +231,18 @@ class Planner {
   Status order_error_ CLAIRFS_GUARDED_BY(mu_);       // the order source's last failure
   // The order source said the next epoch is not known yet (Unavailable).
   bool order_pending_ CLAIRFS_GUARDED_BY(mu_) = false;
+  // Opens that found no entry while order_pending_: the job reports an epoch
+  // as its reading starts, and the report and the opens reach the planner on
+  // two threads, so the first opens (all of them, on a busy host) may come
+  // first. Each is matched once the order is in (ReplayHeld); one still not
+  // found after two appends is left counted as unreported.
+  struct HeldOpen {
+    FileId file;
+    bool ready;
+    uint32_t appends;  // epochs appended since it was held
+  };
+  static constexpr size_t kMaxHeldOpens = size_t{1} << 16;
+  std::vector<HeldOpen> held_ CLAIRFS_GUARDED_BY(mu_);
   uint64_t scan_ CLAIRFS_GUARDED_BY(mu_) = 0;  // NextFetches resumes here (merged time)
   // Bumps on every Rebase; stale work is discarded.
   uint64_t rebase_gen_ CLAIRFS_GUARDED_BY(mu_) = 0;

@@ -104,6 +104,7 @@ void Planner::Extend(MutexLock* lock) {
     }
     order_pending_ = false;
     if (!orders.ok()) {
+      held_.clear();
       ++stats_.order_errors;
       order_error_ = orders.status();
       order_end_ = *epoch;
@@ -113,6 +114,28 @@ void Planner::Extend(MutexLock* lock) {
     stream_.Append(*epoch, files, &changed);
     next_epoch_ = *epoch + 1;
     RekeyAll(changed);
+    if (!held_.empty()) ReplayHeld();
+  }
+}
+
+void Planner::ReplayHeld() {
+  std::vector<HeldOpen> held;
+  held.swap(held_);
+  for (HeldOpen& h : held) {
+    const uint64_t t = Locate(h.file);
+    if (t == kNever) {
+      if (++h.appends < 2) held_.push_back(h);  // maybe the next epoch's
+      continue;
+    }
+    --stats_.unreported_opens;
+    ++stats_.late_opens;
+    ++stats_.predicted_opens;
+    EpochCounts& epoch = EpochOf(t);
+    ++epoch.opens;
+    ++(h.ready ? epoch.ready : epoch.stalls);
+    if (h.file < consumed_at_.size()) consumed_at_[h.file] = t;
+    Consume(t);
+    NoteOutcome(h.file, /*located=*/true);
   }
 }
 
@@ -187,6 +210,7 @@ void Planner::Rebase(uint64_t epoch, const std::vector<std::vector<FileId>>& slo
   // Steps keep increasing across a rebase, so merged times never repeat.
   const uint64_t base = stream_.end_step();
   stream_.Reset(base, &changed);
+  held_.clear();
   stream_.Append(epoch, slots, &changed);
   RekeyAll(changed);
   ++rebase_gen_;

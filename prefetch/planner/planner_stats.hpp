@@ -42,6 +42,9 @@ struct PlannerStats {
   // Opens of no predicted entry while the next epoch's order was not known
   // yet (a live source: the job reports it as the epoch starts). Neither.
   uint64_t unreported_opens = 0;
+  // Opens that came before their epoch's reported order and were found in it
+  // once it arrived: predicted and counted in their epoch, not unreported.
+  uint64_t late_opens = 0;
   uint64_t deviations = 0;              // opens not found in any local rank's window
   uint64_t consecutive_deviations = 0;  // current run of them
   uint64_t resync_attempts = 0;

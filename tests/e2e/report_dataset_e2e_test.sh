@@ -51,6 +51,8 @@ train() {
 run() {
   local name=$1 venv=$2 compare=$3 ram=$((bytes / $4))
   shift 4
+  # REPORT_DATASET_CASES (a regex of case names) runs some of them only.
+  [[ $name =~ ^(${REPORT_DATASET_CASES:-.*})$ ]] || return 0
   rm -rf "$T"/mnt* "$T"/ssd*
   "$MPIEXEC" -n 2 "$BIN/clairfsd" --dataset "$T/packed" --mount "$T/mnt{rank}" --local-dir "$T/ssd{rank}" \
     --ram-cache "$ram" >"$T/daemons-$name.log" 2>&1 &
