@@ -46,6 +46,10 @@ _ELEMENTWISE = {
     "_AssertCardinalityDataset", "_PrefetchToDeviceDataset",
 }
 _LOSING = ("Cache", "Snapshot")
+# Stages grappler never removes (its noop_elimination drops pass-through maps, prefetch(0), ...):
+# one of them between a shuffle and a repeat keeps the two from being fused.
+_KEPT = {"_BatchDataset", "_ParallelBatchDataset", "_PaddedBatchDataset", "_UnbatchDataset",
+         "_InterleaveDataset", "_ParallelInterleaveDataset", "_FlatMapDataset"}
 # Orders of the block of order stages above list_files (bottom-up: S shuffle, D shard, R
 # repeat) the model makes: TfDataSampler's shard before/after the shuffle, repeat before/after.
 _MODELLED = {"", "D", "R", "DR", "S", "SD", "SR", "SDR", "DS", "DSR", "RS", "DRS", "RSD"}
@@ -185,12 +189,33 @@ def _fusion_on(node):
         return True
 
 
+def _kept(node):
+    """True when grappler surely keeps this element-wise stage (False: it may drop it)."""
+    name = type(node).__name__
+    if name in _KEPT:
+        return True
+    try:
+        if name == "_PrefetchDataset":
+            return _int(node._buffer_size) != 0
+        if name in ("_MapDataset", "_ParallelMapDataset"):
+            # A map whose outputs are its inputs (through Identity ops) may be a pass-through.
+            for out in node._map_func.function.graph.outputs:
+                op = out.op
+                while op.type == "Identity" and op.inputs:
+                    op = op.inputs[0].op
+                if op.type != "Placeholder":
+                    return True
+    except Exception:
+        pass
+    return False
+
+
 def _plan(tag, path):
     """(the shuffle of the pipeline the model shuffles with, or None; [(key, value)] after
     sampler/root) for an iteration through `path`, or None when the model has no such
     pipeline."""
     kinds, shard, repeat, shuffle = "S" if tag.own is not None else "", None, None, None
-    block, late = True, False
+    block, late, kept = True, False, False
     for node in reversed(path):  # bottom-up: from list_files to the iterated dataset
         name = type(node).__name__
         if name == "DatasetV1Adapter":
@@ -219,6 +244,8 @@ def _plan(tag, path):
                 late = True
         elif name in _ELEMENTWISE:
             block = False
+            if repeat is None and not kept:
+                kept = _kept(node)
         else:
             return None
     if kinds not in _MODELLED or (late and kinds + "R" not in _MODELLED):
@@ -250,6 +277,8 @@ def _plan(tag, path):
             # no shard lies between them; TF does only when the repeat is right above it.
             model_fused = world == 1 or ("D" in kinds and kinds.index("D") < kinds.index("S"))
             fused = not late and kinds.endswith("SR") and _fusion_on(path[0])
+            if model_fused and late and not kept and _fusion_on(path[0]):
+                return None  # grappler may drop the stages between: fused or not, unknown
             if model_fused and not fused:
                 fields.append(("no-repeat-fusion", 1))
     return shuffle, fields
