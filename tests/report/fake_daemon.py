@@ -11,7 +11,10 @@ MAX_PAYLOAD = 16 << 20
 # SETTINGS keys the daemon knows (--sampler keras); any other is an error there.
 SETTINGS_KEYS = {"sampler", "root", "rank", "world_size", "seed", "no-shuffle", "global-seed",
                  "keras-version", "batch-size", "validation-split", "subset", "labels",
-                 "class-names", "follow-links"}
+                 "class-names", "follow-links",
+                 # tf-list-files
+                 "glob", "shard", "buffer-size", "no-reshuffle", "shard-before-shuffle",
+                 "repeat", "repeat-before-shuffle", "no-repeat-fusion"}
 
 
 class FakeDaemon:
@@ -185,7 +188,7 @@ class FakeDaemon:
                 fields[k] = v
             if not body.endswith(b"\n"):
                 raise ValueError("SETTINGS text not ending in a newline")
-            if fields.get("sampler") != "keras":
+            if fields.get("sampler") not in ("keras", "tf-list-files"):
                 raise ValueError("SETTINGS sampler %r" % fields.get("sampler"))
             with self.lock:
                 if (pid, stream) in self.settings:

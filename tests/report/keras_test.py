@@ -1,6 +1,8 @@
 """Tests of the order reporter's Keras side against the real Keras of both lines: fit over
-ImageDataGenerator.flow_from_directory (clairfs_report/keras_hooks.py, class Keras) and over
-image_dataset_from_directory (clairfs_report/idfd_hooks.py, class Idfd).
+ImageDataGenerator.flow_from_directory (clairfs_report/keras_hooks.py, class Keras), over
+image_dataset_from_directory (clairfs_report/idfd_hooks.py, class Idfd), and tf.data's
+list_files pipelines in a loop and under fit (clairfs_report/lf_hooks.py, class ListFiles; the
+reported settings are also given to clairfs-order, when built, whose order must be TF's).
 
 usage: keras_test.py VENV_PYTHON [...]   (one per Keras line; run by keras_report_test.sh)
 Jobs (keras_job.py) run with the venv's python and PYTHONPATH=scripts/report, so the reporter
@@ -19,6 +21,7 @@ SRC = os.environ.get("CLAIRFS_SRC") or os.path.dirname(os.path.dirname(HERE))
 REPORT_DIR = os.path.join(SRC, "scripts", "report")
 JOB = os.path.join(HERE, "keras_job.py")
 IDFD_JOB = os.path.join(HERE, "idfd_job.py")
+LF_JOB = os.path.join(HERE, "lf_job.py")
 sys.path.insert(0, HERE)
 
 from fake_daemon import FakeDaemon  # noqa: E402
@@ -298,6 +301,202 @@ class Idfd(Jobs):
                 r, d = self.idfd(py, cfg, data=self.ref)
                 self.assertEqual(r["wrapped"], {"keras.utils": True, "tf.keras.utils": True})
                 self.assertEqual((d.hellos, d.frames), ([], 0))
+
+
+def clairfs_order():
+    """The built clairfs-order (CLAIRFS_ORDER, or build/bin/ of the checkout), or None."""
+    for p in (os.environ.get("CLAIRFS_ORDER"), os.path.join(SRC, "build", "bin", "clairfs-order")):
+        if p and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def model_order(root, fields, epoch):
+    """clairfs-order's order of iteration `epoch` for SETTINGS `fields` (the daemon's model:
+    ModelOfSettings drives tf-list-files with the loop driver)."""
+    args = [clairfs_order(), "--root", os.path.join(root, fields["root"]), "--epoch", str(epoch)]
+    for k, v in fields.items():
+        if k in ("root", "world_size"):
+            continue  # world_size: the job's processes (tf-list-files shards by `shard`)
+        args += ["--" + k] + ([] if v == "1" and k.startswith(("no-", "shard-before",
+                                                               "repeat-before")) else [v])
+    p = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        raise AssertionError("%s: %s" % (" ".join(args), p.stderr))
+    return p.stdout.splitlines()
+
+
+class ListFiles(Jobs):
+    """tf.data.Dataset.list_files(DATA/*/*.png, ...) + stages, in a loop or under fit. The
+    copy off the mount (`ref`) gives each iteration number's order, and is not reported."""
+
+    GLOB = "*/*.png"
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.ref_tmp = tempfile.mkdtemp(prefix="clairfs-report-lf-ref.")
+        cls.ref = os.path.join(cls.ref_tmp, "data")
+        make_folder(cls.ref)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.ref_tmp, ignore_errors=True)
+        super().tearDownClass()
+
+    def lf(self, py, cfg, report=True, data=None):
+        d = FakeDaemon()
+        try:
+            r = self.job(py, cfg, d, report=report, script=LF_JOB, data=data)
+        finally:
+            d.close()
+        self.assertEqual(d.errors, [])
+        self.assertEqual(r["stderr"], "")
+        return r, d
+
+    def check_model(self, fields, orders):
+        """clairfs-order, given the reported settings, prints TF's order for each iteration
+        number k in `orders` ({k: [file, ...]})."""
+        if clairfs_order() is None:
+            print("clairfs-order not built: the model's orders not compared", file=sys.stderr)
+            return
+        for k, want in orders.items():
+            self.assertEqual(model_order(self.tmp, fields, k), want, "iteration %d" % k)
+
+    def test_lf_seeded_shard_loop(self):
+        # (a) list_files(seed=S).shard(2, r), a plain loop 3 times: EPOCH 0, 1, 2.
+        for py in PYTHONS:
+            for rank in (0, 1):
+                with self.subTest(py=py, rank=rank):
+                    cfg = {"seed": 4321, "stages": [["shard", 2, rank], ["map"]], "epochs": 3,
+                           "ref": self.ref, "ref_iters": 3}
+                    r, d = self.lf(py, cfg)
+                    self.assertTrue(r["wrapped"])
+                    pid = r["pid"]
+                    self.assertEqual([h["framework"] for h in d.hellos], ["tensorflow"])
+                    self.assertEqual(list(d.settings), [(pid, 1)])
+                    fields = d.settings[(pid, 1)]
+                    self.assertEqual(fields, {
+                        "sampler": "tf-list-files", "root": "data", "rank": str(rank),
+                        "world_size": "2", "glob": self.GLOB, "shard": "2", "seed": "4321"})
+                    self.assertEqual(d.epochs[(pid, 1)], [0, 1, 2])
+                    self.assertEqual(r["iters"], r["ref"])
+                    self.assertEqual(len({tuple(o) for o in r["iters"]}), 3)
+                    self.check_model(fields, dict(enumerate(r["iters"])))
+
+    def test_lf_seeded_shard_fit(self):
+        # (a) through fit, 3 epochs, tf.random.set_seed(G) too: EPOCH of the iterators fit read
+        # (tf.keras 2: 1, 2, 3; Keras 3: 0, 2, 4), then the job's one more iteration.
+        epochs, batch = 3, 4
+        for py in PYTHONS:
+            for rank in (0, 1):
+                with self.subTest(py=py, rank=rank):
+                    cfg = {"seed": 99, "global_seed": 77, "stages": [["shard", 2, rank]],
+                           "epochs": epochs, "fit": True, "batch": batch, "ref": self.ref,
+                           "ref_iters": 2 * epochs + 1}
+                    r, d = self.lf(py, cfg)
+                    pid = r["pid"]
+                    fields = d.settings[(pid, 1)]
+                    self.assertEqual(fields, {
+                        "sampler": "tf-list-files", "root": "data", "rank": str(rank),
+                        "world_size": "2", "glob": self.GLOB, "shard": "2", "seed": "99",
+                        "global-seed": "77"})
+                    reads = ([2 * e for e in range(epochs)] if r["keras3"]
+                             else [e + 1 for e in range(epochs)])
+                    after = 2 * epochs if r["keras3"] else epochs + 1
+                    self.assertEqual(d.epochs[(pid, 1)], reads + [after])
+                    per = -(-len(r["iters"][0]) // batch)
+                    self.assertEqual(len(r["fit"]), epochs * per)
+                    seen = {}
+                    for i, k in enumerate(reads):
+                        seen[k] = [f for b in r["fit"][i * per:(i + 1) * per] for f in b]
+                        self.assertEqual(seen[k], r["ref"][k], k)
+                    seen[after] = r["iters"][0]
+                    self.assertEqual(seen[after], r["ref"][after])
+                    self.check_model(fields, seen)
+
+    def test_lf_global_seed(self):
+        # (b) tf.random.set_seed(G), list_files without seed: the reported seed is the op seed
+        # TF drew (the context's first draw), and list_files(seed=reported) gives the same
+        # orders under the same global seed.
+        import random
+        for py in PYTHONS:
+            with self.subTest(py=py):
+                cfg = {"seed": None, "global_seed": 11, "stages": [["shard", 3, 2]], "epochs": 3}
+                r, d = self.lf(py, cfg)
+                fields = d.settings[(r["pid"], 1)]
+                self.assertEqual(fields["global-seed"], "11")
+                seed = int(fields["seed"])
+                self.assertEqual(seed, random.Random(11).randint(0, 2 ** 31 - 1))
+                given, d2 = self.lf(py, dict(cfg, seed=seed), report=False)
+                self.assertEqual((d2.hellos, d2.frames), ([], 0))
+                self.assertEqual(r["iters"], given["iters"])
+                self.assertEqual(d.epochs[(r["pid"], 1)], [0, 1, 2])
+                self.check_model(fields, dict(enumerate(r["iters"])))
+
+    def test_lf_unseeded(self):
+        # (c) no seed and no global seed: TF seeds at random, nothing is reported.
+        for py in PYTHONS:
+            with self.subTest(py=py):
+                r, d = self.lf(py, {"seed": None, "stages": [["shard", 2, 0]], "epochs": 2})
+                self.assertTrue(r["wrapped"])
+                self.assertEqual((d.hellos, d.frames), ([], 0))
+
+    def test_lf_same_results(self):
+        # (d) the same files in the same order every iteration with CLAIRFS_REPORT=0.
+        cfg = {"seed": 7, "stages": [["shard", 2, 1], ["prefetch", 2]], "epochs": 3}
+        for py in PYTHONS:
+            with self.subTest(py=py):
+                on, d = self.lf(py, cfg)
+                self.assertEqual(d.epochs[(on["pid"], 1)], [0, 1, 2])
+                off, d = self.lf(py, cfg, report=False)
+                self.assertEqual((d.hellos, d.frames), ([], 0))
+                self.assertFalse(off["wrapped"])
+                self.assertEqual(on["iters"], off["iters"])
+
+    def test_lf_off_mount(self):
+        # (e) a pattern on no clairfs mount: nothing connects.
+        for py in PYTHONS:
+            with self.subTest(py=py):
+                r, d = self.lf(py, {"seed": 3, "epochs": 2}, data=self.ref)
+                self.assertTrue(r["wrapped"])
+                self.assertEqual((d.hellos, d.frames), ([], 0))
+
+    def test_lf_pipeline_shuffle(self):
+        # list_files(shuffle=False) then the pipeline's own shard / shuffle / repeat: mapped to
+        # the model's settings; what the model cannot express (take) is not reported.
+        cases = [
+            ([["shard", 2, 1], ["shuffle", 5, 9, True], ["repeat", 2]],
+             {"buffer-size": "5", "shard-before-shuffle": "1", "repeat": "2"}),
+            ([["shuffle", 8, 9, False], ["shard", 2, 0], ["map"], ["repeat", 2]],
+             {"buffer-size": "8", "no-reshuffle": "1", "repeat": "2"}),
+            ([["shuffle", 6, 5, True], ["map2"], ["repeat", 2]],
+             {"buffer-size": "6", "repeat": "2", "no-repeat-fusion": "1"}),
+            ([["shuffle", 6, 5, True], ["map"], ["prefetch", 1], ["repeat", 2]],
+             {"buffer-size": "6", "repeat": "2", "no-repeat-fusion": "1"}),
+            ([["repeat", 2], ["shuffle", 10, 3, True]],
+             {"buffer-size": "10", "repeat": "2", "repeat-before-shuffle": "1"}),
+        ]
+        for py in PYTHONS:
+            for stages, want in cases:
+                with self.subTest(py=py, stages=stages):
+                    cfg = {"shuffle": False, "stages": stages, "epochs": 3, "ref": self.ref,
+                           "ref_iters": 3}
+                    r, d = self.lf(py, cfg)
+                    fields = d.settings[(r["pid"], 1)]
+                    shuffle = [s for s in stages if s[0] == "shuffle"][0]
+                    self.assertEqual(fields["seed"], str(shuffle[2]))
+                    for k, v in want.items():
+                        self.assertEqual(fields.get(k), v, k)
+                    self.assertEqual(r["iters"], r["ref"])
+                    self.assertEqual(d.epochs[(r["pid"], 1)], [0, 1, 2])
+                    self.check_model(fields, dict(enumerate(r["iters"])))
+            # take changes the files read; an identity map between a shuffle and a repeat
+            # may be dropped by grappler (then the two fuse): neither is reported.
+            for stages in ([["take", 5]], [["map"], ["repeat", 2]]):
+                with self.subTest(py=py, stages=stages):
+                    r, d = self.lf(py, {"seed": 1, "stages": stages, "epochs": 2})
+                    self.assertEqual((d.hellos, d.frames), ([], 0))
 
 
 if __name__ == "__main__":

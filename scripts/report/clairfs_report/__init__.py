@@ -4,9 +4,9 @@ Loaded into every Python process of a job by scripts/report/sitecustomize.py. Im
 package does nothing but define the import hook; install() puts it on sys.meta_path and
 replaces builtins.open with clairfs_report.spare.open (no isatty round trip on the mounts). Only
 when the job itself imports one of the _TARGETS modules (torch's DataLoader, Keras's adapters
-of a Sequence / PyDataset, Keras's image_dataset_from_directory) are the rest of the package
-imported and that module patched after it ran (clairfs_report.torch_hooks, .keras_hooks,
-.idfd_hooks). It never imports torch, keras or tensorflow itself.
+of a Sequence / PyDataset, Keras's image_dataset_from_directory, tf.data's dataset_ops for
+list_files) are the rest of the package imported and that module patched after it ran
+(clairfs_report.torch_hooks, .keras_hooks, .idfd_hooks, .lf_hooks). It never imports torch, keras or tensorflow itself.
 Contract and limits: docs/report.md. Off with CLAIRFS_REPORT=0.
 """
 import os
@@ -27,6 +27,8 @@ _TARGETS = {
     "keras.utils.image_dataset": ("idfd_hooks", "keras"),
     "tf_keras.src.utils.image_dataset": ("idfd_hooks", "keras"),
     "keras.src.utils.image_dataset_utils": ("idfd_hooks", "keras"),
+    # tf.data.Dataset.list_files
+    "tensorflow.python.data.ops.dataset_ops": ("lf_hooks", "tensorflow"),
 }
 
 
@@ -80,6 +82,9 @@ def _patch(module):
         elif hooks == "idfd_hooks":
             from . import idfd_hooks
             idfd_hooks.patch(module)
+        elif hooks == "lf_hooks":
+            from . import lf_hooks
+            lf_hooks.patch(module)
         else:
             from . import keras_hooks
             keras_hooks.patch(module)

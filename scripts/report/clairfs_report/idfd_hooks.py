@@ -65,15 +65,43 @@ _REITERATING = ("Repeat", "Cache", "Snapshot")  # class names: 0 or n input iter
 
 
 class _Tag:
-    """A dataset IDFD returned: where it lists, its settings, the iterations started."""
+    """A dataset IDFD returned: where it lists, its settings, the iterations started.
+
+    The base of every tagged dataset (lf_hooks' list_files tags too): route() says what an
+    iteration reached through `path` is, and counts it."""
     __slots__ = ("root", "settings", "count", "lost", "streams")
+    sampler = "keras"
+    framework = "keras"
 
     def __init__(self, root, settings):
         self.root = root            # (mount root, directory relative to it)
         self.settings = settings    # [(key, value), ...] after sampler/root/rank/world_size
         self.count = 0              # iterations started
         self.lost = False           # an iteration of unknown count: nothing more is reported
-        self.streams = {}           # (rank, world_size) -> stream id
+        self.streams = {}           # stream key ((rank, world_size) here) -> stream id
+
+    def route(self, path):
+        """An iteration of `ds` reaching this dataset through `path` (the datasets from `ds`
+        down to it, this one excluded), in eager mode, by one way only. Under _lock. Counts
+        it and returns (k, stream key, fields after sampler/root) to report once read,
+        (k, None, None) when that iteration is not to be reported, or None after giving the
+        dataset up (self.lost)."""
+        shards, reiter = (), False
+        for node in path:
+            name = type(node).__name__
+            if "Shard" in name:
+                shards = shards + ((_shard_of(node) if name == "_ShardDataset" else False),)
+            if any(w in name for w in _REITERATING):
+                reiter = True
+        if reiter:
+            self.lost = True  # 0 / several iterations of it per iteration
+            return None
+        k = self.count
+        self.count += 1
+        if len(shards) > 1 or (shards and shards[0] is False):
+            return k, None, None  # the shard is not known: this iteration is not reported
+        rank, world = shards[0] if shards else (0, 1)
+        return k, (rank, world), [("rank", rank), ("world_size", world)]
 
 
 def patch(module):
@@ -233,9 +261,15 @@ def _after(plan, out, package):
         if sub is not None:
             mine.append(("subset", sub))
         try:
-            _tags[ds] = _Tag(plan["where"], mine + tail)
+            tag_dataset(ds, _Tag(plan["where"], mine + tail))
         except TypeError:
             continue  # not weakly referenceable: not a tf.data dataset
+
+
+def tag_dataset(ds, tag):
+    """Tags a tf.data dataset (TypeError if it is not weakly referenceable); its iterations
+    are watched from now on."""
+    _tags[ds] = tag
     _patch_iter()
 
 
@@ -296,8 +330,8 @@ def _read_first(it):
         _read(it)
         return
     with _lock:
-        for tag, _, _, _ in _take(it) or ():
-            tag.lost = True  # read in a graph: how many times is not known
+        for entry in _take(it) or ():
+            entry[0].lost = True  # read in a graph: how many times is not known
 
 
 def patch_reader(module):
@@ -383,9 +417,9 @@ def _take(it):
 def _read(it):
     """`it` starts being read: its iterations are reported (unless given up since)."""
     with _lock:
-        for tag, rank, world, k in _take(it) or ():
+        for tag, key, fields, k in _take(it) or ():
             if not tag.lost:
-                _report(tag, rank, world, k)
+                _report(tag, key, fields, k)
 
 
 def _children(node):
@@ -423,11 +457,12 @@ def _shard_of(node):
 
 
 def _walk(ds):
-    """[(tag, tagged dataset, shards on the path, reiterating on the path)] for each path from
-    `ds` down to a tagged dataset; None when the walk gave up (too many nodes)."""
-    found, stack, visits = [], [(ds, (), False)], 0
+    """[(tag, tagged dataset, path)] for each path from `ds` down to a tagged dataset, path =
+    the datasets on the way (`ds` first, the tagged one excluded); None when the walk gave up
+    (too many nodes)."""
+    found, stack, visits = [], [(ds, ())], 0
     while stack:
-        node, shards, reiter = stack.pop()
+        node, path = stack.pop()
         visits += 1
         if visits > _MAX_NODES:
             return None
@@ -436,15 +471,11 @@ def _walk(ds):
         except TypeError:
             tag = None
         if tag is not None:
-            found.append((tag, node, shards, reiter))
-            continue  # nothing tagged lies under IDFD's own datasets
-        name = type(node).__name__
-        if "Shard" in name:
-            shards = shards + ((_shard_of(node) if name == "_ShardDataset" else False),)
-        if any(w in name for w in _REITERATING):
-            reiter = True
+            found.append((tag, node, path))
+            continue  # nothing tagged lies under a tagged dataset's own datasets
+        path = path + (node,)
         for kid in _children(node):
-            stack.append((kid, shards, reiter))
+            stack.append((kid, path))
     return found
 
 
@@ -463,23 +494,22 @@ def _on_iter(ds):
         if not found:
             return None
         paths = {}
-        for tag, node, shards, reiter in found:
-            paths.setdefault(id(tag), (tag, []))[1].append((shards, reiter))
+        for tag, node, path in found:
+            paths.setdefault(id(tag), (tag, []))[1].append(path)
         counted, entries = [], []
         for tag, ways in paths.values():
             if tag.lost:
                 continue
-            if not eager or len(ways) > 1 or ways[0][1]:
-                tag.lost = True  # iterators made in a graph, or 0 / several per iteration
+            if not eager or len(ways) > 1:
+                tag.lost = True  # iterators made in a graph, or several ways down to it
                 continue
-            k = tag.count
-            tag.count += 1
+            routed = tag.route(ways[0])
+            if routed is None:
+                continue  # given up
             counted.append(tag)
-            shards = ways[0][0]
-            if len(shards) > 1 or (shards and shards[0] is False):
-                continue  # the shard is not known: this iteration is not reported
-            rank, world = shards[0] if shards else (0, 1)
-            entries.append((tag, rank, world, k))
+            k, key, fields = routed
+            if key is not None:
+                entries.append((tag, key, fields, k))
         return counted, entries
 
 
@@ -489,15 +519,14 @@ def _lose(tags):
             tag.lost = True
 
 
-def _report(tag, rank, world, k):
+def _report(tag, key, fields, k):
     root, rel = tag.root
     frames = []
-    stream = tag.streams.get((rank, world))
+    stream = tag.streams.get(key)
     if stream is None:
-        stream = tag.streams[(rank, world)] = tables.new_stream()
-        fields = [("sampler", "keras"), ("root", rel), ("rank", rank),
-                  ("world_size", world)] + tag.settings
+        stream = tag.streams[key] = tables.new_stream()
+        fields = [("sampler", tag.sampler), ("root", rel)] + fields + tag.settings
         frames.append(wire.settings(stream, fields))
     frames.append(wire.epoch(stream, k))
-    channel.hello_context.setdefault("framework", "keras")
+    channel.hello_context.setdefault("framework", tag.framework)
     channel.send(root, frames)
