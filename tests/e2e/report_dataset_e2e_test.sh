@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# Zero configuration, tf.data: the Horovod + Keras tutorials' pattern B
-# (image_dataset_from_directory(batch_size=1) sharded after loading, so every
-# rank opens every file) on 2 ranks, each reading through its own clairfsd
-# given no prefetch settings, the order reporter on the job's PYTHONPATH. The reporter sends the dataset's settings
-# and each iteration's start (SETTINGS, EPOCH: docs/report.md); the daemons'
-# Keras model makes the orders. Runs:
-#   tf-keras2 seeded     Horovod, seed=42, --deterministic
-#   tf-keras2 seed=None  Horovod, Keras draws the seed from NumPy's global
-#                        generator (seeded by --deterministic, so comparable)
-#   tf-current unseeded  Keras 3, seed=None and nothing seeded at all
+# Zero configuration, tf.data, on 2 ranks, each reading through its own
+# clairfsd given no prefetch settings, the order reporter on the job's
+# PYTHONPATH. The reporter sends the dataset's settings and each iteration's
+# start (SETTINGS, EPOCH: docs/report.md); the daemons' models make the
+# orders. The Horovod + Keras tutorials' pattern B (train_dataset.py:
+# image_dataset_from_directory(batch_size=1) sharded after loading, so every
+# rank opens every file):
+#   keras2-seeded        tf.keras 2, Horovod, seed=42, --deterministic
+#   keras2-numpy-seed    the same with seed=None: Keras draws the seed from
+#                        NumPy's global generator (seeded by --deterministic)
+#   keras3-unseeded      Keras 3, seed=None and nothing seeded at all
+# The tf.data guide's pipeline (train_files.py: list_files(seed) sharded, a
+# parallel map reading the files, batch, prefetch; each rank opens its shard):
+#   files-keras3-seeded  Keras 3, seed=42, --deterministic
+#   files-keras2-global  tf.keras 2, Horovod, seed=None under a global seed
 # ram_cache holds the dataset: at a third of it (PART=3) tf.keras 2 had
 # 224-240 of 240 opens after the first epoch ready per node over 9 runs, and
 # Keras 3 (a tf.data shuffle buffer of 8 before the reads) stalled on up to
@@ -16,14 +21,13 @@
 # Checked: the seeded runs' samples and losses equal a run on the source
 # tree; in every run the daemons made the model (report.models, no model
 # error), followed it (prefetch.sampler reported) with no deviation, and
-# >= 99% of each node's opens after the first epoch were ready.
+# each node's opens after the first epoch were ready but at most 2 an epoch.
 # A missing venv skips (77), or fails when CI=true.
 set -uo pipefail
 BIN=$CLAIRFS_BIN
 source "$CLAIRFS_SRC/tests/tf/venvs_lib.sh" tf-keras2 tf-current
 source "$CLAIRFS_SRC/tests/fs/dist/ranks_lib.sh" report-dataset
 PY=/usr/bin/python3
-SCRIPT=$CLAIRFS_SRC/scripts/keras/train_dataset.py
 EPOCHS=3
 failures=0
 pass() { echo "ok   $*"; }
@@ -38,11 +42,12 @@ bytes=$(find "$T/data/train" -type f -printf '%s\n' | awk '{s += $1} END {print 
 # train VENV TAG DATA0 DATA1 ARGS...: 2 ranks, rank r on DATAr, the reporter on the path.
 train() {
   local py=$VENVS/$1/bin/python tag=$2 d0=$3 d1=$4
+  local script=$CLAIRFS_SRC/scripts/keras/$SCRIPT
   shift 4
   local args=(--epochs $EPOCHS --batch-size 8 --image-size 32 "$@")
   PYTHONPATH=$BIN/report timeout 600 "$MPIEXEC" \
-    -n 1 "$py" "$SCRIPT" "$d0" "${args[@]}" --report "$T/$tag.json" --sample-log "$T/$tag.samples" \
-    : -n 1 "$py" "$SCRIPT" "$d1" "${args[@]}" --sample-log "$T/$tag.samples" >"$T/$tag.log" 2>&1
+    -n 1 "$py" "$script" "$d0" "${args[@]}" --report "$T/$tag.json" --sample-log "$T/$tag.samples" \
+    : -n 1 "$py" "$script" "$d1" "${args[@]}" --sample-log "$T/$tag.samples" >"$T/$tag.log" 2>&1
 }
 
 # run NAME VENV COMPARE PART ARGS...: through 2 daemons given no settings,
@@ -100,7 +105,9 @@ for node in (0, 1):
               % (node, e["epoch"], e["ready"], e["opens"], e["stalls"], e["deviations"]))
     ready, opens = sum(e["ready"] for e in later), sum(e["opens"] for e in later)
     print("node %d after the first epoch: %d of %d opens ready" % (node, ready, opens))
-    ok &= len(later) == epochs - 1 and opens > 0 and ready >= 0.99 * opens
+    # An iteration's order is known when it starts being read: its first
+    # opens race the fetches (0-2 stalls an epoch seen on Keras 3).
+    ok &= len(later) == epochs - 1 and opens > 0 and opens - ready <= 2 * len(later)
     ok &= all(e["deviations"] == 0 for e in later)
 sys.exit(0 if ok else 1)
 PY
@@ -108,9 +115,13 @@ PY
 
 # PART=3 tries a third of the dataset (the target; not met reliably yet).
 part=${PART:-1}
+SCRIPT=train_dataset.py
 run keras2-seeded tf-keras2 1 "$part" --seed 42 --deterministic
 run keras2-numpy-seed tf-keras2 1 "$part" --seed 42 --deterministic --dataset-seed none
 run keras3-unseeded tf-current 0 "$part" --dataset-seed none
+SCRIPT=train_files.py
+run files-keras3-seeded tf-current 1 "$part" --seed 42 --deterministic
+run files-keras2-global tf-keras2 1 "$part" --seed 42 --deterministic --files-seed none
 
 echo "$failures failures"
 [[ $failures -eq 0 ]]

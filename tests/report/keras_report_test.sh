@@ -9,4 +9,5 @@ source "$HERE/../tf/venvs_lib.sh" tf-keras2 tf-current
 PY=/usr/bin/python3
 $PY -c "import PIL" 2>/dev/null || { echo "FAIL: python3-pil not importable by $PY"; exit 1; }
 cd "$CLAIRFS_SRC" || exit 1
+export CLAIRFS_ORDER=${CLAIRFS_ORDER:-${CLAIRFS_BIN:+$CLAIRFS_BIN/clairfs-order}}
 exec $PY "$HERE/keras_test.py" -v "$VENVS/tf-keras2/bin/python" "$VENVS/tf-current/bin/python"
