@@ -286,6 +286,18 @@ void ReportedPrefetch::OnSegment() {
     }
     return out;
   };
+  in.guess = [orders = orders_, pids](
+                 const std::vector<uint64_t>& slots,
+                 uint64_t epoch) -> Result<std::vector<std::vector<pf::Index>>> {
+    std::vector<std::vector<pf::Index>> out;
+    out.reserve(slots.size());
+    for (uint64_t g : slots) {
+      Result<ReportedSegment> seg = orders->Guess(pids[g], epoch);
+      if (!seg.ok()) return seg.status();
+      out.emplace_back(seg->files.begin(), seg->files.end());
+    }
+    return out;
+  };
   auto planner = pf::Planner::Create(std::move(c), std::move(in), SteadyClock::Instance());
   if (!planner.ok()) {
     Log(LogLevel::kWarn,

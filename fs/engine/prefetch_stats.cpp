@@ -22,6 +22,8 @@ void PrefetchEngine::AddOpenCounts(const prefetch::PlannerStats& from, prefetch:
   to->repeat_opens += from.repeat_opens;
   to->unreported_opens += from.unreported_opens;
   to->late_opens += from.late_opens;
+  to->guessed_fetches += from.guessed_fetches;
+  to->guessed_used += from.guessed_used;
   to->admissions += from.admissions;
   to->evictions += from.evictions;
 }
@@ -113,6 +115,8 @@ void PrefetchEngine::WriteStats(clairfs::JsonWriter& w) const {
       .Integer("repeat_opens", p.repeat_opens)
       .Integer("unreported_opens", p.unreported_opens)
       .Integer("late_opens", p.late_opens)
+      .Integer("guessed_fetches", p.guessed_fetches)
+      .Integer("guessed_used", p.guessed_used)
       .Integer("resync_attempts", p.resync_attempts)
       .Integer("resyncs", p.resyncs)
       .Integer("budget_bytes", p.budget_bytes)

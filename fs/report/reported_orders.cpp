@@ -238,12 +238,18 @@ Status ReportedOrders::AddAlias(const ReportAlias& m) {
   return Status::Ok();
 }
 
-void ReportedOrders::AddSegment(uint64_t pid, StoredSegment segment) {
+uint64_t ReportedOrders::AddSegment(uint64_t pid, StoredSegment segment) {
   std::function<void()> listener;
+  uint64_t seq = 0;
   {
     MutexLock lock(&mu_);
     memory_ -= std::min(memory_, kEntryCost);  // no longer an entry of a connection's map
     Process& p = processes_[pid];              // made by the connection's HELLO
+    if (p.guess) {
+      memory_ -= std::min(memory_, SegmentBytes(*p.guess));
+      p.guess.reset();
+    }
+    seq = p.completed;
     if (p.completed++ == 0) process_order_.push_back(pid);
     ++segments_;
     p.kept.push_back(std::move(segment));
@@ -251,6 +257,23 @@ void ReportedOrders::AddSegment(uint64_t pid, StoredSegment segment) {
       memory_ -= std::min(memory_, SegmentBytes(p.kept.front()));
       p.kept.pop_front();
     }
+    listener = listener_;
+  }
+  if (listener) listener();
+  return seq;
+}
+
+void ReportedOrders::SetGuess(uint64_t pid, uint64_t seq, StoredSegment guess) {
+  std::function<void()> listener;
+  {
+    MutexLock lock(&mu_);
+    auto it = processes_.find(pid);
+    if (it == processes_.end() || it->second.completed != seq || it->second.guess) return;
+    // Optional: past the memory limit it is not kept (not a refusal).
+    const uint64_t bytes = SegmentBytes(guess);
+    if (bytes > limits_.memory_bytes || memory_ > limits_.memory_bytes - bytes) return;
+    memory_ += bytes;
+    it->second.guess = std::move(guess);
     listener = listener_;
   }
   if (listener) listener();
@@ -336,7 +359,20 @@ Result<ReportedSegment> ReportedOrders::Segment(uint64_t pid, uint64_t seq) cons
     return Status::NotFound(name + ": dropped (only the latest " +
                             std::to_string(limits_.kept_segments) + " are kept)");
   }
-  const StoredSegment& s = p.kept[seq - dropped];
+  return Resolve(p.kept[seq - dropped]);
+}
+
+Result<ReportedSegment> ReportedOrders::Guess(uint64_t pid, uint64_t seq) const {
+  MutexLock lock(&mu_);
+  auto it = processes_.find(pid);
+  if (it == processes_.end() || it->second.completed != seq || !it->second.guess) {
+    return Status::Unavailable("no guess at segment " + std::to_string(seq) + " of process " +
+                               std::to_string(pid));
+  }
+  return Resolve(*it->second.guess);
+}
+
+ReportedSegment ReportedOrders::Resolve(const StoredSegment& s) const {
   ReportedSegment out;
   out.stream = s.stream;
   out.epoch = s.epoch;
@@ -557,7 +593,24 @@ Status ReportedOrders::Connection::OnEpoch(const ReportEpoch& m) {
   }
   done.read_window = std::max<uint64_t>(1, it->second->window);
   CLAIRFS_RETURN_IF_ERROR(orders_->Reserve(kEntryCost + SegmentBytes(done)));
-  orders_->AddSegment(pid_, std::move(done));
+  // The loader's next EPOCH, guessed by the step between its last two (fit
+  // on Keras 3 reads every other iteration): made after the segment is in,
+  // so the reported order never waits for the guess.
+  auto last = last_epoch_.find(m.stream);
+  const uint64_t step =
+      last != last_epoch_.end() && m.epoch > last->second ? m.epoch - last->second : 1;
+  last_epoch_[m.stream] = m.epoch;
+  StoredSegment guess = done;
+  guess.indices.clear();
+  const uint64_t seq = orders_->AddSegment(pid_, std::move(done));
+  if (step <= kMaxModelEpoch - std::min(m.epoch, kMaxModelEpoch)) {
+    guess.epoch = m.epoch + step;
+    Result<std::vector<uint32_t>> next = it->second->files(guess.epoch);
+    if (next.ok()) {
+      guess.indices = std::move(*next);
+      orders_->SetGuess(pid_, seq + 1, std::move(guess));
+    }
+  }
   return Status::Ok();
 }
 

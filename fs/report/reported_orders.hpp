@@ -109,6 +109,11 @@ class ReportedOrders {
   // resolved now. Unavailable when seq >= SegmentCount(pid) (not reported
   // yet), NotFound when it was dropped (only the latest kept_segments stay).
   Result<ReportedSegment> Segment(uint64_t pid, uint64_t seq) const;
+  // The guess at segment `seq` of process `pid` while it is not reported
+  // yet (seq == SegmentCount(pid)): a model's loader, one EPOCH past its last
+  // by the step between its last two (1 at first). Unavailable without one.
+  // Prefetching may start on it; only the reported segment is followed.
+  Result<ReportedSegment> Guess(uint64_t pid, uint64_t seq) const;
   // The loader and its epoch (stream, epoch) of segment `seq` of process
   // `pid`, without resolving its files; nullopt when not kept or not there.
   std::optional<std::pair<uint64_t, uint64_t>> SegmentLoader(uint64_t pid, uint64_t seq) const;
@@ -140,7 +145,8 @@ class ReportedOrders {
   struct Process {
     ReporterInfo info;
     uint64_t completed = 0;
-    std::deque<StoredSegment> kept;  // the latest, oldest first
+    std::deque<StoredSegment> kept;      // the latest, oldest first
+    std::optional<StoredSegment> guess;  // at segment `completed`, charged
   };
   static constexpr uint32_t kNone = UINT32_MAX;
   // The table of a segment whose indices are manifest nodes (an EPOCH's).
@@ -151,8 +157,13 @@ class ReportedOrders {
   Status AddTablePaths(const ReportTablePaths& m) CLAIRFS_EXCLUDES(mu_);
   Status AddTableFiles(const ReportTableFiles& m) CLAIRFS_EXCLUDES(mu_);
   Status AddAlias(const ReportAlias& m) CLAIRFS_EXCLUDES(mu_);
-  // Takes a segment completed by a connection (charged to it until now).
-  void AddSegment(uint64_t pid, StoredSegment segment) CLAIRFS_EXCLUDES(mu_);
+  // Takes a segment completed by a connection (charged to it until now);
+  // returns its seq. Drops the process's guess.
+  uint64_t AddSegment(uint64_t pid, StoredSegment segment) CLAIRFS_EXCLUDES(mu_);
+  // Keeps `guess` as the guess at segment `seq` of `pid` if that is still
+  // the next one and the memory allows; tells the listener.
+  void SetGuess(uint64_t pid, uint64_t seq, StoredSegment guess) CLAIRFS_EXCLUDES(mu_);
+  ReportedSegment Resolve(const StoredSegment& s) const CLAIRFS_REQUIRES(mu_);
   // A SETTINGS frame's model, made (counted) or refused (the first refusal
   // kept for stats.json; true when `why` is it, the caller logs it).
   Result<ReportedModel> MakeModel(const std::map<std::string, std::string>& settings)
@@ -236,7 +247,8 @@ class ReportedOrders::Connection : private ReportSink {
   std::map<uint64_t, ReportLoader> loaders_;   // stream -> its LOADER (charged as map entries)
   // stream -> its SETTINGS' model; nullopt when refused (its EPOCHs ignored).
   std::map<uint64_t, std::optional<ReportedModel>> models_;
-  uint64_t partial_bytes_ = 0;  // charged for partial_
+  std::map<uint64_t, uint64_t> last_epoch_;  // stream -> its last EPOCH (with a model)
+  uint64_t partial_bytes_ = 0;               // charged for partial_
   bool closed_ = false;
 };
 

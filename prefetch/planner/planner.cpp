@@ -60,6 +60,9 @@ OpenResult Planner::OnOpen(FileId file) {
   r.ready = st == ResidentSet::State::kResident;
   r.in_flight = st == ResidentSet::State::kInFlight;
   ++(r.ready ? stats_.ready_opens : stats_.stalled_opens);
+  if (!guess_fetched_.empty() && guess_fetched_.erase(file) != 0 && r.ready) {
+    ++stats_.guessed_used;
+  }
   // Opened again while its first open is still recent (a library that opens
   // a file twice): not a new read of the order.
   const bool repeat = pinned_.count(file) != 0 || opened_.count(file) != 0;
@@ -225,7 +228,13 @@ uint64_t Planner::EffectiveKey(FileId f) const {
 }
 
 uint64_t Planner::NextUse(FileId f) const {
-  return batches_ ? batches_->Key(f) : stream_.NextUse(f);
+  if (batches_) return batches_->Key(f);
+  const uint64_t t = stream_.NextUse(f);
+  if (t == kNever && !guess_pos_.empty()) {
+    auto it = guess_pos_.find(f);
+    if (it != guess_pos_.end()) return kGuessBase + it->second;
+  }
+  return t;
 }
 
 uint64_t Planner::VictimBound(uint64_t key) const {

@@ -62,6 +62,7 @@
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/clock.hpp"
@@ -204,6 +205,12 @@ class Planner {
   void Extend(MutexLock* lock) CLAIRFS_REQUIRES(mu_);
   // Matches the held opens against the epochs now known (after an Append).
   void ReplayHeld() CLAIRFS_REQUIRES(mu_);
+  // Takes a guess at the pending epoch; drops the guess (its files rekeyed).
+  void SetGuess(uint64_t epoch, const std::vector<std::vector<FileId>>& slots)
+      CLAIRFS_REQUIRES(mu_);
+  void DropGuess() CLAIRFS_REQUIRES(mu_);
+  // Plans fetches of guessed files into room no known use needs.
+  void GuessFetches(size_t max, FetchPlan* plan) CLAIRFS_REQUIRES(mu_);
   void Resync(MutexLock* lock) CLAIRFS_REQUIRES(mu_);
   void Rebase(uint64_t epoch, const std::vector<std::vector<FileId>>& slots,
               const std::vector<std::pair<uint32_t, uint64_t>>& matched) CLAIRFS_REQUIRES(mu_);
@@ -243,6 +250,18 @@ class Planner {
   };
   static constexpr size_t kMaxHeldOpens = size_t{1} << 16;
   std::vector<HeldOpen> held_ CLAIRFS_GUARDED_BY(mu_);
+  // input_.guess's files of the pending epoch guess_epoch_ (kNever: none),
+  // local ranks' entries merged by step. A resident guessed file with no
+  // known use is keyed kGuessBase + its position: after every known use,
+  // before the files nothing needs.
+  static constexpr uint64_t kGuessBase = kNever - (uint64_t{1} << 40);
+  std::vector<FileId> guess_ CLAIRFS_GUARDED_BY(mu_);
+  std::unordered_map<FileId, uint64_t> guess_pos_ CLAIRFS_GUARDED_BY(mu_);
+  uint64_t guess_epoch_ CLAIRFS_GUARDED_BY(mu_) = kNever;
+  uint64_t guess_scan_ CLAIRFS_GUARDED_BY(mu_) = 0;  // GuessFetches resumes here
+  // Fetched on the last guess and not opened since (an open finding one
+  // resident counts guessed_used).
+  std::unordered_set<FileId> guess_fetched_ CLAIRFS_GUARDED_BY(mu_);
   uint64_t scan_ CLAIRFS_GUARDED_BY(mu_) = 0;  // NextFetches resumes here (merged time)
   // Bumps on every Rebase; stale work is discarded.
   uint64_t rebase_gen_ CLAIRFS_GUARDED_BY(mu_) = 0;

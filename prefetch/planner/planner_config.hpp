@@ -97,6 +97,11 @@ struct PlannerInput {
   // runs in batch mode (docs/prefetch.md): every epoch must then come as
   // batches, and `order` is not used.
   BatchSource batches;
+  // Optional: a guess at an epoch `order` does not know yet (Unavailable),
+  // in the same form. Its files are fetched into room nothing known needs
+  // (they are the first to go); the epoch is followed only once `order`
+  // gives it.
+  OrderSource guess;
   std::vector<FileId> file_of_index;  // dataset index -> file id (kNoFile: not served)
   std::vector<uint64_t> file_size;    // bytes, by file id
 };

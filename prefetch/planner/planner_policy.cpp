@@ -52,6 +52,10 @@ FetchPlan Planner::NextFetches(size_t max) {
     plan.fetch.push_back(f);
   }
   scan_ = t;
+  // Everything known is planned: the pending epoch's guessed files next.
+  if (t >= end && !plan.room_bound && order_pending_ && !guess_.empty()) {
+    GuessFetches(max, &plan);
+  }
   stats_.fetches_planned += plan.fetch.size();
   stats_.peak_used_bytes = std::max(stats_.peak_used_bytes, resident_.used());
   // The prefetch threads generate the next epoch, off the FUSE path.

@@ -88,11 +88,16 @@ void Planner::Extend(MutexLock* lock) {
     if (!epoch) return;
     extending_ = true;
     const uint64_t gen = rebase_gen_;
+    const bool want_guess = input_.guess && guess_epoch_ != *epoch;
     // The sampler (a randperm of the whole dataset) runs without the lock.
     MutexUnlock unlocked(lock, &mu_);
     Result<std::vector<std::vector<Index>>> orders = input_.order(config_.local_ranks, *epoch);
-    std::vector<std::vector<FileId>> files;
+    std::vector<std::vector<FileId>> files, guessed;
     if (orders.ok()) files = ToFiles(*orders);
+    if (!orders.ok() && orders.status().code() == Code::kUnavailable && want_guess) {
+      Result<std::vector<std::vector<Index>>> guess = input_.guess(config_.local_ranks, *epoch);
+      if (guess.ok()) guessed = ToFiles(*guess);
+    }
     unlocked.Relock();
     extending_ = false;
     if (gen != rebase_gen_ || next_epoch_ != *epoch) continue;  // a resync moved on
@@ -100,11 +105,13 @@ void Planner::Extend(MutexLock* lock) {
       // A live source (orders reported by the job) has not been told this
       // epoch yet: asked again on the next call.
       order_pending_ = true;
+      if (!guessed.empty()) SetGuess(*epoch, guessed);
       return;
     }
     order_pending_ = false;
     if (!orders.ok()) {
       held_.clear();
+      DropGuess();
       ++stats_.order_errors;
       order_error_ = orders.status();
       order_end_ = *epoch;
@@ -114,7 +121,60 @@ void Planner::Extend(MutexLock* lock) {
     stream_.Append(*epoch, files, &changed);
     next_epoch_ = *epoch + 1;
     RekeyAll(changed);
+    DropGuess();  // after the append: what it got right is counted
     if (!held_.empty()) ReplayHeld();
+  }
+}
+
+void Planner::SetGuess(uint64_t epoch, const std::vector<std::vector<FileId>>& slots) {
+  DropGuess();
+  guess_fetched_.clear();
+  guess_epoch_ = epoch;
+  size_t longest = 0;
+  for (const auto& s : slots) longest = std::max(longest, s.size());
+  for (size_t k = 0; k < longest; ++k) {
+    for (const auto& s : slots) {
+      if (k >= s.size() || s[k] == kNoFile || guess_pos_.count(s[k]) != 0) continue;
+      guess_pos_.emplace(s[k], guess_.size());
+      guess_.push_back(s[k]);
+    }
+  }
+  RekeyAll(guess_);
+}
+
+void Planner::DropGuess() {
+  if (guess_epoch_ == kNever) return;
+  std::vector<FileId> files = std::move(guess_);
+  guess_.clear();
+  guess_pos_.clear();
+  guess_epoch_ = kNever;
+  guess_scan_ = 0;
+  RekeyAll(files);
+}
+
+void Planner::GuessFetches(size_t max, FetchPlan* plan) {
+  std::vector<FileId> victims;
+  for (; guess_scan_ < guess_.size() && plan->fetch.size() < max; ++guess_scan_) {
+    const FileId f = guess_[guess_scan_];
+    if (resident_.state(f) != ResidentSet::State::kAbsent) continue;
+    const uint64_t size = FileSize(f);
+    if (size > resident_.budget()) continue;
+    auto failed = failures_.find(f);
+    if (failed != failures_.end() && failed->second >= config_.max_fetch_retries) continue;
+    // Room only from files nothing known needs and later guesses.
+    if (!resident_.PickVictims(size, kGuessBase + guess_scan_, &victims)) {
+      plan->room_bound = true;
+      return;
+    }
+    for (FileId v : victims) {
+      resident_.Remove(v);
+      plan->evict.push_back(v);
+    }
+    stats_.evictions += victims.size();
+    resident_.StartFetch(f, size);
+    plan->fetch.push_back(f);
+    guess_fetched_.insert(f);
+    ++stats_.guessed_fetches;
   }
 }
 
@@ -211,6 +271,7 @@ void Planner::Rebase(uint64_t epoch, const std::vector<std::vector<FileId>>& slo
   const uint64_t base = stream_.end_step();
   stream_.Reset(base, &changed);
   held_.clear();
+  DropGuess();
   stream_.Append(epoch, slots, &changed);
   RekeyAll(changed);
   ++rebase_gen_;

@@ -45,6 +45,10 @@ struct PlannerStats {
   // Opens that came before their epoch's reported order and were found in it
   // once it arrived: predicted and counted in their epoch, not unreported.
   uint64_t late_opens = 0;
+  // Files fetched on a guess at an epoch not reported yet (the guess source),
+  // and opens that found one of them resident (its first open after it).
+  uint64_t guessed_fetches = 0;
+  uint64_t guessed_used = 0;
   uint64_t deviations = 0;              // opens not found in any local rank's window
   uint64_t consecutive_deviations = 0;  // current run of them
   uint64_t resync_attempts = 0;

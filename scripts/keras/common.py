@@ -66,8 +66,8 @@ def compile_model(model, lr, size):
                   metrics=["accuracy"])
 
 
-def callbacks(rank, size, checkpoint_dir, report):
-    out = []
+def callbacks(rank, size, checkpoint_dir, report, step_ms=0):
+    out = [StepTime(step_ms)] if step_ms > 0 else []
     if hvd is not None:
         out += [hvd.callbacks.BroadcastGlobalVariablesCallback(0),
                 hvd.callbacks.MetricAverageCallback()]
@@ -77,6 +77,18 @@ def callbacks(rank, size, checkpoint_dir, report):
         out.append(tf.keras.callbacks.ModelCheckpoint(
             os.path.join(checkpoint_dir, "epoch-{epoch:02d}.weights.h5"), save_weights_only=True))
     return out
+
+
+class StepTime(tf.keras.callbacks.Callback):
+    """Stands in for a larger model's compute: each training step takes `ms` longer (a
+    sleep after the step, as an accelerator's step leaves the input pipeline running)."""
+
+    def __init__(self, ms):
+        super().__init__()
+        self.seconds = ms / 1000.0
+
+    def on_train_batch_end(self, batch, logs=None):
+        time.sleep(self.seconds)
 
 
 class EpochReport(tf.keras.callbacks.Callback):
@@ -134,6 +146,8 @@ def add_common_args(ap):
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--image-size", type=int, default=64)
     ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--step-ms", type=float, default=0,
+                    help="each training step takes this much longer (a larger model's compute)")
     ap.add_argument("--checkpoint-dir", help="rank 0 saves weights here after every epoch")
     ap.add_argument("--report", help="rank 0 writes epoch times and losses here (JSON)")
     ap.add_argument("--sample-log", help="each rank writes a hash per sample to FILE.rankN")

@@ -51,7 +51,8 @@ def main():
 
     model = common.small_cnn(a.image_size, classes)
     common.compile_model(model, a.lr, size)
-    model.fit(ds, epochs=a.epochs, callbacks=common.callbacks(rank, size, a.checkpoint_dir, a.report),
+    model.fit(ds, epochs=a.epochs, callbacks=common.callbacks(rank, size, a.checkpoint_dir, a.report,
+                                                 a.step_ms),
               verbose=2 if rank == 0 else 0)
     log.close()
     return 0

@@ -65,7 +65,8 @@ def main():
     common.compile_model(model, a.lr, size)
     steps = max(1, len(it) // size)
     model.fit(it, steps_per_epoch=steps, epochs=a.epochs,
-              callbacks=common.callbacks(rank, size, a.checkpoint_dir, a.report),
+              callbacks=common.callbacks(rank, size, a.checkpoint_dir, a.report,
+                                                 a.step_ms),
               verbose=2 if rank == 0 else 0)
     log.close()
     return 0

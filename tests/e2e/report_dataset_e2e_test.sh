@@ -44,7 +44,7 @@ train() {
   local py=$VENVS/$1/bin/python tag=$2 d0=$3 d1=$4
   local script=$CLAIRFS_SRC/scripts/keras/$SCRIPT
   shift 4
-  local args=(--epochs $EPOCHS --batch-size 8 --image-size 32 "$@")
+  local args=(--epochs $EPOCHS --batch-size 8 --image-size 32 --step-ms "${STEP_MS:-0}" "$@")
   PYTHONPATH=$BIN/report timeout 600 "$MPIEXEC" \
     -n 1 "$py" "$script" "$d0" "${args[@]}" --report "$T/$tag.json" --sample-log "$T/$tag.samples" \
     : -n 1 "$py" "$script" "$d1" "${args[@]}" --sample-log "$T/$tag.samples" >"$T/$tag.log" 2>&1
