@@ -149,6 +149,11 @@ class ReportedOrders {
     std::optional<StoredSegment> guess;  // at segment `completed`, charged
   };
   static constexpr uint32_t kNone = UINT32_MAX;
+  // What a hash or tree map spends on an entry beyond its value: node, links,
+  // bucket slot.
+  static constexpr uint64_t kEntryCost = 64;
+  // The capacity after appending `n` to `v` when it reserves as below.
+  static size_t GrownCapacity(const std::vector<uint32_t>& v, size_t n);
   // The table of a segment whose indices are manifest nodes (an EPOCH's).
   static constexpr uint64_t kNodesTable = UINT64_MAX;
 
