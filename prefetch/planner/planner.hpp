@@ -268,6 +268,7 @@ class Planner {
   bool extending_ CLAIRFS_GUARDED_BY(mu_) = false;  // a thread is generating next_epoch_
   bool resyncing_ CLAIRFS_GUARDED_BY(mu_) = false;
   bool lost_ CLAIRFS_GUARDED_BY(mu_) = false;
+  bool lost_logged_ CLAIRFS_GUARDED_BY(mu_) = false;  // the warning is said once
   uint64_t located_run_ CLAIRFS_GUARDED_BY(mu_) = 0;  // located opens in a row
   // Ring over the last 2 x threshold opens: 1 = deviation.
   std::vector<uint8_t> outcomes_ CLAIRFS_GUARDED_BY(mu_);

@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "base/log.hpp"
 #include "prefetch/planner/planner.hpp"
 
 namespace clairfs::prefetch {
@@ -262,6 +263,16 @@ void Planner::Resync(MutexLock* lock) {
   }
   lost_ = true;
   ++resync_failures_;  // backs off the next attempt (NoteOutcome)
+  if (!lost_logged_) {
+    lost_logged_ = true;
+    Log(LogLevel::kWarn,
+        "prefetch: the opens stopped following the predicted order (" +
+            std::to_string(stats_.deviations) +
+            " opens not predicted; prefetch.lost in stats.json): files are read on demand until "
+            "they follow it again. The prefetch settings may not match the training script "
+            "(seed, epochs, world size, batch size, workers), or its loader is not one the "
+            "order reporter knows (docs/guide.md). Said once.");
+  }
 }
 
 void Planner::Rebase(uint64_t epoch, const std::vector<std::vector<FileId>>& slots,

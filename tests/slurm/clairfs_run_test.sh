@@ -25,6 +25,33 @@ rc=$?
 [[ -s $T/logs1/stats-$(hostname).json ]] && grep -q "stats: $T/logs1/stats-" "$T/out1" \
   && pass "stats saved and their place printed" || { fail "no stats"; cat "$T/out1"; }
 mounted "$T/mnt0" && fail "mount left after the run" || pass "unmounted after the run"
+# Nothing told the daemon an order (no settings, no Python loader): the summary says so.
+grep -q "clairfs-run: $(hostname): prefetching off (no prefetch settings, and no loader reported" "$T/out1" \
+  && pass "the summary: prefetching off, and why" || { fail "no summary line"; cat "$T/out1"; }
+
+# --- the summary of saved stats: readiness after the first epoch, and why not.
+mkdir -p "$T/sum"
+cat >"$T/sum/stats-n1.json" <<'JSON'
+{"prefetch": {"enabled": true, "sampler": "reported", "opens": 300, "ready": 250,
+ "stall_ns": 1500000000, "deviations": 3, "lost": false,
+ "per_epoch": [{"epoch": 0, "opens": 100, "ready": 60}, {"epoch": 1, "opens": 100, "ready": 95},
+               {"epoch": 2, "opens": 100, "ready": 95}]},
+ "report": {"settings_check": "", "first_model_error": ""}}
+JSON
+cat >"$T/sum/stats-n2.json" <<'JSON'
+{"prefetch": {"enabled": true, "sampler": "torch-distributed", "opens": 50, "ready": 5,
+ "stall_ns": 0, "deviations": 40, "lost": true, "per_epoch": [{"epoch": 0, "opens": 50, "ready": 5}]},
+ "report": {"settings_check": "seed: configured 1, reported 2", "first_model_error": ""}}
+JSON
+echo '{"prefetch": ' >"$T/sum/stats-n3.json"
+"$BIN/clairfs-summary" "$T/sum"/stats-n{1,2,3}.json >"$T/sum/out" 2>&1
+grep -qx "clairfs-run: n1: prefetch followed reported: 190 of 200 opens after the first epoch ready (95.0%), 1.50 s waited, 3 deviations" "$T/sum/out" \
+  && grep -qx "clairfs-run: n2: prefetch followed torch-distributed: 5 of 50 opens ready, 0.00 s waited, 40 deviations" "$T/sum/out" \
+  && grep -q "clairfs-run: n2: the opens stopped following the predicted order (prefetch.lost): the prefetch settings do not match" "$T/sum/out" \
+  && grep -qx "clairfs-run: n2: report.settings_check: seed: configured 1, reported 2" "$T/sum/out" \
+  && grep -q "clairfs-run: n3: stats unreadable: " "$T/sum/out" && [[ $(wc -l <"$T/sum/out") -eq 5 ]] \
+  && pass "the summary: ready after the first epoch, waits, deviations, lost and why, unreadable stats named" \
+  || { fail "summary"; cat "$T/sum/out"; }
 
 # --- a failing command: its status, the daemon stopped, the log kept.
 "$RUN" --dataset out --mount "$T/mnt0" --logs "$T/logs2" -- bash -c 'cat mnt0/.clairfs/config >/dev/null; exit 7' >"$T/out2" 2>&1

@@ -125,6 +125,12 @@ for chunk in open(work + "/samples").read().split("@@"):
     assert p["used_bytes"] <= budget and sample["ram_cache"]["bytes"] <= budget, sample
 print("budget held in %d samples" % n)
 PYEOF
+# Another seed than the configured one: when a resync found no position (the
+# planner lost the order), the daemon's log says so once, with what to check.
+want=$("$PY" -c 'import json, sys; d = json.load(open(sys.argv[1]))["prefetch"]; print(int(d["resync_attempts"] > d["resyncs"]))' "$WORK/stats.deviating.json")
+n_lost=$(grep -c "prefetch: the opens stopped following the predicted order (.*The prefetch settings may not match the training script" "$WORK/daemon.log" || true)
+echo "deviating run: a resync failed: $want, warnings logged: $n_lost"
+[[ $n_lost -eq $want ]] || { grep prefetch "$WORK/daemon.log"; fail "the lost planner's warning logged $n_lost times, want $want"; }
 
 # The same exact run with opens answered by the daemon (prefetch_opens: fuse):
 # every open is an OPEN request, and the prefetcher sees each one before it
