@@ -177,8 +177,8 @@ Status ReportedOrders::Connection::OnEpoch(const ReportEpoch& m) {
   const uint64_t step =
       last != last_epoch_.end() && m.epoch > last->second ? m.epoch - last->second : 1;
   last_epoch_[m.stream] = m.epoch;
-  StoredSegment guess{done.table, done.stream, done.epoch, {}, done.batch_size, done.num_workers,
-                      done.prefetch_factor, done.read_window};
+  StoredSegment guess{done.table,      done.stream,      done.epoch,           {},
+                      done.batch_size, done.num_workers, done.prefetch_factor, done.read_window};
   const uint64_t seq = orders_->AddSegment(pid_, std::move(done));
   if (step <= kMaxModelEpoch - std::min(m.epoch, kMaxModelEpoch)) {
     guess.epoch = m.epoch + step;
