@@ -60,7 +60,8 @@ OpenResult Planner::OnOpen(FileId file) {
   r.ready = st == ResidentSet::State::kResident;
   r.in_flight = st == ResidentSet::State::kInFlight;
   ++(r.ready ? stats_.ready_opens : stats_.stalled_opens);
-  if (!guess_fetched_.empty() && guess_fetched_.erase(file) != 0 && r.ready) {
+  if ((!guess_fetched_.empty() || !guess_fetched_before_.empty()) &&
+      guess_fetched_.erase(file) + guess_fetched_before_.erase(file) != 0 && r.ready) {
     ++stats_.guessed_used;
   }
   // Opened again while its first open is still recent (a library that opens

@@ -259,9 +259,11 @@ class Planner {
   std::unordered_map<FileId, uint64_t> guess_pos_ CLAIRFS_GUARDED_BY(mu_);
   uint64_t guess_epoch_ CLAIRFS_GUARDED_BY(mu_) = kNever;
   uint64_t guess_scan_ CLAIRFS_GUARDED_BY(mu_) = 0;  // GuessFetches resumes here
-  // Fetched on the last guess and not opened since (an open finding one
-  // resident counts guessed_used).
+  // Fetched on the last two guesses and not opened since (an open finding
+  // one resident counts guessed_used): a guess is taken as soon as the epoch
+  // before it is appended, before that epoch's opens.
   std::unordered_set<FileId> guess_fetched_ CLAIRFS_GUARDED_BY(mu_);
+  std::unordered_set<FileId> guess_fetched_before_ CLAIRFS_GUARDED_BY(mu_);
   uint64_t scan_ CLAIRFS_GUARDED_BY(mu_) = 0;  // NextFetches resumes here (merged time)
   // Bumps on every Rebase; stale work is discarded.
   uint64_t rebase_gen_ CLAIRFS_GUARDED_BY(mu_) = 0;

@@ -129,6 +129,7 @@ void Planner::Extend(MutexLock* lock) {
 
 void Planner::SetGuess(uint64_t epoch, const std::vector<std::vector<FileId>>& slots) {
   DropGuess();
+  guess_fetched_before_ = std::move(guess_fetched_);
   guess_fetched_.clear();
   guess_epoch_ = epoch;
   size_t longest = 0;

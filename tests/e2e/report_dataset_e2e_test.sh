@@ -33,7 +33,7 @@ failures=0
 pass() { echo "ok   $*"; }
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 
-$PY "$CLAIRFS_SRC/scripts/make_imagefolder.py" "$T/data" --classes 4 --per-class 30 --size 48 >/dev/null || exit 1
+$PY "$CLAIRFS_SRC/scripts/make_imagefolder.py" "$T/data" --classes 4 --per-class "${PER_CLASS:-30}" --size 48 >/dev/null || exit 1
 "$BIN/clairfs-partition" pack "$T/data" "$T/packed" --partitions 4 --compress none >/dev/null || exit 1
 
 
@@ -113,7 +113,8 @@ sys.exit(0 if ok else 1)
 PY
 }
 
-# PART=3 tries a third of the dataset (the target; not met reliably yet).
+# PART=3 tries a third of the dataset (the target; not met reliably yet);
+# PER_CLASS=N makes 4 classes of N images (default 30).
 part=${PART:-1}
 SCRIPT=train_dataset.py
 run keras2-seeded tf-keras2 1 "$part" --seed 42 --deterministic

@@ -293,7 +293,7 @@ TEST_CASE("A guess at the epoch not reported yet is fetched into room nothing kn
     std::iota(in.file_of_index.begin(), in.file_of_index.end(), 0);
     in.file_size = sizes;
     clairfs::FakeClock clock;
-    auto created = pf::Planner::Create(OneRank(10, 2), std::move(in), clock);
+    auto created = pf::Planner::Create(OneRank(10, 3), std::move(in), clock);
     REQUIRE(created.ok());
     pf::Planner& p = **created;
     auto fetch_all = [&] {
@@ -317,6 +317,7 @@ TEST_CASE("A guess at the epoch not reported yet is fetched into room nothing kn
     pf::PlannerStats s = p.Stats();
     CHECK(s.guessed_fetches > 0);  // some may be resident from epoch 0 already
     CHECK(s.resident_bytes == 10);
+    const uint64_t guessed = s.guessed_fetches;
     *known = 1;
     p.Maintain();
     ready = 0;
@@ -333,7 +334,9 @@ TEST_CASE("A guess at the epoch not reported yet is fetched into room nothing kn
     CHECK(s.resync_attempts == 0);
     CHECK(s.peak_used_bytes <= 10);
     if (right) {
-      CHECK(s.guessed_used == s.guessed_fetches);  // every file fetched on it was used
+      // Every file fetched on it was used (the guess at epoch 2, taken as
+      // soon as epoch 1 came, does not hide them).
+      CHECK(s.guessed_used >= guessed);
       CHECK(ready == 40);
     } else {
       // The wrong guess's files are the first to go: after the first open
