@@ -59,6 +59,11 @@ Status ReportedOrders::Connection::OnLoader(const ReportLoader& m) {
 Status ReportedOrders::Connection::OnOrder(const ReportOrder& m) {
   if (!main_)
     return Status::Corruption("ORDER from a process whose HELLO is not role=main with a pid");
+  if (m.table == kNodesTable) {
+    // The daemon's own: its segments' indices are taken as files unchecked.
+    return Status::Corruption("ORDER over table " + std::to_string(kNodesTable) +
+                              ", which is reserved");
+  }
   auto it = partial_.find(m.stream);
   if (it != partial_.end() && (it->second.table != m.table || it->second.epoch != m.epoch)) {
     // A loader that started over before it finished: its partial segment goes.

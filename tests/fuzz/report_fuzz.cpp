@@ -83,6 +83,17 @@ std::string Segments(const ReportedOrders& orders, const format::Manifest& m) {
       }
       out += " u" + std::to_string(seg->unresolved) + "\n";
     }
+    // The guess at the next segment, when a model made one: files too.
+    auto guess = orders.Guess(pid, count);
+    Require(guess.ok() || guess.status().IsUnavailable(), "a guess failed otherwise");
+    if (guess.ok()) {
+      out += std::to_string(pid) + "/guess:";
+      for (uint32_t f : guess->files) {
+        Require(f < m.node_count() && !m.IsDirectory(f), "a guessed file is not a file");
+        out += " " + std::to_string(f);
+      }
+      out += "\n";
+    }
   }
   return out;
 }

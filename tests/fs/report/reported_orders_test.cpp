@@ -441,6 +441,9 @@ TEST_CASE("SETTINGS and EPOCH break the protocol when out of place", "[report]")
       {MainHello(1) + EpochFrame(3, 0), "EPOCH for stream 3 without its SETTINGS"},
       {MainHello(1) + SettingsFrame(2, "") + SettingsFrame(2, ""), "SETTINGS for stream 2 again"},
       {MainHello(1) + many, "SETTINGS for more than 16 loaders on one connection"},
+      // Found by the fuzzer: a model's segments are files already, unchecked.
+      {MainHello(1) + OrderFrame(~uint64_t{0}, 1, 0, true, {0}),
+       "ORDER over table 18446744073709551615, which is reserved"},
   };
   for (const Case& k : cases) {
     INFO(k.message);
