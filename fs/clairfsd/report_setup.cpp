@@ -35,6 +35,25 @@ std::vector<uint64_t> FileSizes(const format::Manifest& m) {
   return sizes;
 }
 
+// The planner's order source over segments of the processes `pids` (slot g
+// is pids[g]): `get` is ReportedOrders::Segment, or Guess for the guesses.
+pf::OrderSource SlotOrders(const ReportedOrders* orders, std::vector<uint64_t> pids,
+                           Result<ReportedSegment> (ReportedOrders::*get)(uint64_t, uint64_t)
+                               const) {
+  return [orders, pids = std::move(pids), get](
+             const std::vector<uint64_t>& slots,
+             uint64_t epoch) -> Result<std::vector<std::vector<pf::Index>>> {
+    std::vector<std::vector<pf::Index>> out;
+    out.reserve(slots.size());
+    for (uint64_t g : slots) {
+      Result<ReportedSegment> seg = (orders->*get)(pids[g], epoch);
+      if (!seg.ok()) return seg.status();
+      out.emplace_back(seg->files.begin(), seg->files.end());
+    }
+    return out;
+  };
+}
+
 }  // namespace
 
 Result<ReportedModel> ModelOfSettings(const format::Manifest& manifest,
@@ -274,30 +293,8 @@ void ReportedPrefetch::OnSegment() {
   // Segments are reported as manifest nodes: index = file id.
   in.file_of_index.resize(manifest_->node_count());
   std::iota(in.file_of_index.begin(), in.file_of_index.end(), pf::FileId{0});
-  in.order = [orders = orders_, pids](
-                 const std::vector<uint64_t>& slots,
-                 uint64_t epoch) -> Result<std::vector<std::vector<pf::Index>>> {
-    std::vector<std::vector<pf::Index>> out;
-    out.reserve(slots.size());
-    for (uint64_t g : slots) {
-      Result<ReportedSegment> seg = orders->Segment(pids[g], epoch);
-      if (!seg.ok()) return seg.status();
-      out.emplace_back(seg->files.begin(), seg->files.end());
-    }
-    return out;
-  };
-  in.guess = [orders = orders_, pids](
-                 const std::vector<uint64_t>& slots,
-                 uint64_t epoch) -> Result<std::vector<std::vector<pf::Index>>> {
-    std::vector<std::vector<pf::Index>> out;
-    out.reserve(slots.size());
-    for (uint64_t g : slots) {
-      Result<ReportedSegment> seg = orders->Guess(pids[g], epoch);
-      if (!seg.ok()) return seg.status();
-      out.emplace_back(seg->files.begin(), seg->files.end());
-    }
-    return out;
-  };
+  in.order = SlotOrders(orders_, pids, &ReportedOrders::Segment);
+  in.guess = SlotOrders(orders_, pids, &ReportedOrders::Guess);
   auto planner = pf::Planner::Create(std::move(c), std::move(in), SteadyClock::Instance());
   if (!planner.ok()) {
     Log(LogLevel::kWarn,

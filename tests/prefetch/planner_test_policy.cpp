@@ -3,6 +3,7 @@
 // generated ahead of need, and an order source that ends early ends the
 // prediction cleanly.
 #include <catch2/catch.hpp>
+#include <functional>
 #include <numeric>
 
 #include "prefetch/planner/planner.hpp"
@@ -50,6 +51,29 @@ pf::PlannerConfig OneRank(uint64_t budget, uint64_t epochs = 1) {
   c.budget_bytes = budget;
   c.pin_recent_opens = 0;
   return c;
+}
+
+// Epoch e's order over 40 files: a stride of 2e + 1.
+uint64_t Stride(uint64_t epoch, uint64_t i) { return (i * (2 * epoch + 1)) % 40; }
+
+// A live source over 40 files of 1 byte, as orders reported by the job:
+// epochs [0, *known] are known, each `n` entries order_of(epoch, i); a later
+// one is Unavailable.
+pf::PlannerInput LiveInput(std::shared_ptr<uint64_t> known,
+                           std::function<uint64_t(uint64_t, uint64_t)> order_of = Stride,
+                           uint64_t n = 40) {
+  pf::PlannerInput in;
+  in.order = [known, order_of, n](const std::vector<uint64_t>& ranks, uint64_t epoch) {
+    using R = clairfs::Result<std::vector<std::vector<pf::Index>>>;
+    if (epoch > *known) return R(clairfs::Status::Unavailable("not reported yet"));
+    std::vector<pf::Index> order(n);
+    for (uint64_t i = 0; i < n; ++i) order[i] = order_of(epoch, i);
+    return R(std::vector<std::vector<pf::Index>>(ranks.size(), order));
+  };
+  in.file_of_index.resize(40);
+  std::iota(in.file_of_index.begin(), in.file_of_index.end(), 0);
+  in.file_size.assign(40, 1);
+  return in;
 }
 
 }  // namespace
@@ -140,19 +164,8 @@ TEST_CASE("An epoch a live source does not know yet is asked for again, not ende
   // source answers Unavailable, and the planner keeps asking.
   auto known = std::make_shared<uint64_t>(0);  // epochs [0, *known] are reported
   std::vector<uint64_t> sizes(40, 1);
-  pf::PlannerInput in;
-  in.order = [known](const std::vector<uint64_t>& ranks, uint64_t epoch) {
-    using R = clairfs::Result<std::vector<std::vector<pf::Index>>>;
-    if (epoch > *known) return R(clairfs::Status::Unavailable("not reported yet"));
-    std::vector<pf::Index> order(40);
-    for (uint64_t i = 0; i < 40; ++i) order[i] = (i * (2 * epoch + 1)) % 40;
-    return R(std::vector<std::vector<pf::Index>>(ranks.size(), order));
-  };
-  in.file_of_index.resize(40);
-  std::iota(in.file_of_index.begin(), in.file_of_index.end(), 0);
-  in.file_size = sizes;
   clairfs::FakeClock clock;
-  auto created = pf::Planner::Create(OneRank(40, 3), std::move(in), clock);
+  auto created = pf::Planner::Create(OneRank(40, 3), LiveInput(known), clock);
   REQUIRE(created.ok());
   pf::Planner& p = **created;
   for (uint64_t epoch = 0; epoch < 3; ++epoch) {
@@ -179,20 +192,9 @@ TEST_CASE("Opens that come before their epoch's reported order are matched once 
   // threads: on a busy host a whole epoch's opens can come first.
   auto known = std::make_shared<uint64_t>(0);
   std::vector<uint64_t> sizes(40, 1);
-  auto order_of = [](uint64_t epoch, uint64_t i) { return (i * (2 * epoch + 1)) % 40; };
-  pf::PlannerInput in;
-  in.order = [known, order_of](const std::vector<uint64_t>& ranks, uint64_t epoch) {
-    using R = clairfs::Result<std::vector<std::vector<pf::Index>>>;
-    if (epoch > *known) return R(clairfs::Status::Unavailable("not reported yet"));
-    std::vector<pf::Index> order(40);
-    for (uint64_t i = 0; i < 40; ++i) order[i] = order_of(epoch, i);
-    return R(std::vector<std::vector<pf::Index>>(ranks.size(), order));
-  };
-  in.file_of_index.resize(40);
-  std::iota(in.file_of_index.begin(), in.file_of_index.end(), 0);
-  in.file_size = sizes;
+  auto order_of = Stride;
   clairfs::FakeClock clock;
-  auto created = pf::Planner::Create(OneRank(40, 4), std::move(in), clock);
+  auto created = pf::Planner::Create(OneRank(40, 4), LiveInput(known), clock);
   REQUIRE(created.ok());
   pf::Planner& p = **created;
   auto open_epoch = [&](uint64_t epoch, uint64_t from, uint64_t to) {
@@ -236,18 +238,9 @@ TEST_CASE("Opens that come before their epoch's reported order are matched once 
 
 TEST_CASE("A held open that is in no reported epoch stays unreported", "[unit][planner]") {
   auto known = std::make_shared<uint64_t>(0);
-  std::vector<uint64_t> sizes(40, 1);
-  pf::PlannerInput in;
-  in.order = [known](const std::vector<uint64_t>& ranks, uint64_t epoch) {
-    using R = clairfs::Result<std::vector<std::vector<pf::Index>>>;
-    if (epoch > *known) return R(clairfs::Status::Unavailable("not reported yet"));
-    std::vector<pf::Index> order(20);  // files 0-19 only
-    std::iota(order.begin(), order.end(), 0);
-    return R(std::vector<std::vector<pf::Index>>(ranks.size(), order));
-  };
-  in.file_of_index.resize(40);
-  std::iota(in.file_of_index.begin(), in.file_of_index.end(), 0);
-  in.file_size = sizes;
+  // Every epoch is files 0-19 only.
+  pf::PlannerInput in = LiveInput(
+      known, [](uint64_t, uint64_t i) { return i; }, 20);
   clairfs::FakeClock clock;
   auto created = pf::Planner::Create(OneRank(40, 4), std::move(in), clock);
   REQUIRE(created.ok());
@@ -274,24 +267,14 @@ TEST_CASE("A guess at the epoch not reported yet is fetched into room nothing kn
     INFO("guess right: " << right);
     auto known = std::make_shared<uint64_t>(0);
     std::vector<uint64_t> sizes(40, 1);
-    auto order_of = [](uint64_t epoch, uint64_t i) { return (i * (2 * epoch + 1)) % 40; };
-    pf::PlannerInput in;
-    in.order = [known, order_of](const std::vector<uint64_t>& ranks, uint64_t epoch) {
-      using R = clairfs::Result<std::vector<std::vector<pf::Index>>>;
-      if (epoch > *known) return R(clairfs::Status::Unavailable("not reported yet"));
-      std::vector<pf::Index> order(40);
-      for (uint64_t i = 0; i < 40; ++i) order[i] = order_of(epoch, i);
-      return R(std::vector<std::vector<pf::Index>>(ranks.size(), order));
-    };
+    auto order_of = Stride;
+    pf::PlannerInput in = LiveInput(known);
     in.guess = [right, order_of](const std::vector<uint64_t>& ranks, uint64_t epoch) {
       std::vector<pf::Index> order(40);
       for (uint64_t i = 0; i < 40; ++i) order[i] = order_of(right ? epoch : epoch + 5, i);
       return clairfs::Result<std::vector<std::vector<pf::Index>>>(
           std::vector<std::vector<pf::Index>>(ranks.size(), order));
     };
-    in.file_of_index.resize(40);
-    std::iota(in.file_of_index.begin(), in.file_of_index.end(), 0);
-    in.file_size = sizes;
     clairfs::FakeClock clock;
     auto created = pf::Planner::Create(OneRank(10, 3), std::move(in), clock);
     REQUIRE(created.ok());
