@@ -256,17 +256,20 @@ void ReportedPrefetch::OnSegment() {
   // The processes of a job run the same loops, so their k-th segments are
   // the same loader epoch: the planner's epoch k. It starts at the latest
   // segment any of them began (the others' come in a moment). One that names
-  // no file yet (a Dataset whose files are learned from its opens in the
-  // first epoch) is not worth a planner: the next one will be.
+  // fewer files than it has indices still unlearned (a Dataset whose files
+  // are learned from its opens, in the epoch that learns them) is not worth a
+  // planner: what it learns in that epoch are files already opened, and its
+  // other opens would be taken for the next epoch's. The next one will be.
   uint64_t start = 0;
   for (uint64_t pid : pids) start = std::max(start, orders_->SegmentCount(pid) - 1);
-  uint64_t files = 0;
+  uint64_t files = 0, unlearned = 0;
   // The widest loader reported sets how far out of order opens may come.
   uint64_t batch = 0, workers = 0, factor = 0, window = 1;
   for (uint64_t pid : pids) {
     auto seg = orders_->Segment(pid, start);
     if (!seg.ok()) continue;
     files += seg->files.size();
+    unlearned += seg->unlearned;
     window = std::max(window, seg->read_window);
     if (seg->batch_size < 1 || seg->num_workers < 0) continue;
     const uint64_t b = static_cast<uint64_t>(seg->batch_size);
@@ -276,7 +279,7 @@ void ReportedPrefetch::OnSegment() {
       batch = b, workers = w, factor = f;
     }
   }
-  if (files == 0) return;
+  if (files == 0 || unlearned > files) return;
   if (batch == 0) batch = kBatch, workers = kWorkers, factor = 2;
   pf::PlannerConfig c;
   c.local_ranks.resize(pids.size());

@@ -393,6 +393,9 @@ ReportedSegment ReportedOrders::Resolve(const StoredSegment& s) const {
         out.files.push_back(entries[index]);
         continue;
       }
+      out.unlearned += index >= entries.size();
+    } else {
+      ++out.unlearned;
     }
     ++out.unresolved;
   }

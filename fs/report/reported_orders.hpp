@@ -56,6 +56,9 @@ struct ReportedSegment {
   // in order; an index without a resolvable file gives none.
   std::vector<uint32_t> files;
   uint64_t unresolved = 0;  // indices that gave no file
+  // Of those, indices of a table without paths for them (a Dataset whose
+  // files are learned from its opens) that no process has learned yet.
+  uint64_t unlearned = 0;
   // The loader's shape as its LOADER frame said (-1: not said).
   int64_t batch_size = -1, num_workers = -1, prefetch_factor = -1;
   // A model's read window (ReportedModel::window): opens come anywhere

@@ -7,13 +7,12 @@
 # own that opens each file twice + DistributedSampler (both ranks on one
 # daemon: the files of such a Dataset are learned from the opens of the node's
 # ranks, so one node of two would know half of them after the first epoch),
-# and ImageFolder + an unseeded RandomSampler. (A case named NAME-busy runs
-# beside two processes spinning on the cores: `twice-dist-busy twice
-# distributed 1 -` stalled 2-47 times an epoch, over the allowance of 32 in 2
-# of 6 runs, so it is not in the list yet.) Each must read exactly the source's bytes, draw the
-# same samples and numbers as without the reporter, and after the first epoch
-# find its files ready: every open but the first 2 batches of each rank's
-# epoch (drawn at the epoch's start, so not known before it).
+# and ImageFolder + an unseeded RandomSampler; the second once more beside
+# two processes spinning on the cores (a case named NAME-busy). Each must
+# read exactly the source's bytes, draw the same samples and numbers as
+# without the reporter, and after the first epoch find its files ready: every
+# open but the first 2 batches of each rank's epoch (drawn at the epoch's
+# start, so not known before it).
 set -uo pipefail
 BIN=$CLAIRFS_BIN
 PY=/usr/bin/python3
@@ -137,6 +136,7 @@ fi
 given=(--prefetch-sampler torch-distributed --prefetch-root train --prefetch-epochs 3
   --prefetch-world-size 2 --prefetch-ranks-per-node 1 --prefetch-batch-size 8 --prefetch-workers 2)
 for c in "folder-dist imagefolder distributed 2 -" "twice-dist twice distributed 1 -" \
+  "twice-dist-busy twice distributed 1 -" \
   "folder-random imagefolder random 2 -" \
   "folder-right imagefolder distributed 2 agree ${given[*]} --prefetch-seed 3" \
   "folder-wrong imagefolder distributed 2 prefetch_seed ${given[*]} --prefetch-seed 4"; do

@@ -186,10 +186,30 @@ TEST_CASE("a segment's indices are resolved when it is asked for", "[report]") {
   REQUIRE(before.ok());
   CHECK(before->files.empty());
   CHECK(before->unresolved == 2);
+  CHECK(before->unlearned == 2);  // no table yet: nothing known of either
   Send(c.get(), TablePathsFrame(8, 0, {kPaths[3], kPaths[2]}));
   auto after = s.orders.Segment(5, 0);
   CHECK(after->files == s.Nodes({kPaths[2], kPaths[3]}));
   CHECK(after->unresolved == 0);
+  CHECK(after->unlearned == 0);
+}
+
+TEST_CASE("a learned table's indices no process has learned yet are counted", "[report]") {
+  Store s;
+  auto c = s.orders.Connect();
+  // A Dataset whose files are learned from its opens: index 0 learned, 1
+  // and 2 not yet (the segment is drawn before its first batch is read).
+  Send(c.get(), MainHello(5) + TableFilesFrame(4, {{0, {kPaths[1]}}}) +
+                    OrderFrame(4, 0, 0, true, {2, 0, 1}));
+  auto seg = s.orders.Segment(5, 0);
+  REQUIRE(seg.ok());
+  CHECK(seg->files == s.Nodes({kPaths[1]}));
+  CHECK(seg->unresolved == 2);
+  CHECK(seg->unlearned == 2);
+  Send(c.get(), TableFilesFrame(4, {{1, {kPaths[0]}}, {2, {kPaths[2]}}}));
+  seg = s.orders.Segment(5, 0);
+  CHECK(seg->files == s.Nodes({kPaths[2], kPaths[1], kPaths[0]}));
+  CHECK(seg->unlearned == 0);
 }
 
 TEST_CASE("paths that are not files of the dataset are counted, never resolved", "[report]") {
@@ -207,6 +227,7 @@ TEST_CASE("paths that are not files of the dataset are counted, never resolved",
   REQUIRE(seg.ok());
   CHECK(seg->files == s.Nodes({"train/cat/1.jpg", "etc/passwd"}));
   CHECK(seg->unresolved == 9);  // 8 bad paths and index 10, past the table
+  CHECK(seg->unlearned == 1);   // index 10: no path, nothing learned
   CHECK(s.Stats().find("\"unresolved_paths\":10") != std::string::npos);
 }
 
