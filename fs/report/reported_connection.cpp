@@ -1,12 +1,29 @@
 // ReportedOrders::Connection: one connection's frames, decoded and handed to
 // its ReportedOrders (reported_orders.hpp).
 #include <algorithm>
+#include <unordered_set>
 #include <utility>
 
 #include "base/log.hpp"
 #include "fs/report/reported_orders.hpp"
 
 namespace clairfs::fs {
+namespace {
+
+// The files of `a` and `b` in turn (a's first), each once.
+std::vector<uint32_t> Alternate(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
+  std::vector<uint32_t> out;
+  out.reserve(std::max(a.size(), b.size()));
+  std::unordered_set<uint32_t> seen;
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    for (const std::vector<uint32_t>* v : {&a, &b}) {
+      if (i < v->size() && seen.insert((*v)[i]).second) out.push_back((*v)[i]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 ReportedOrders::Connection::Connection(ReportedOrders* orders)
     : orders_(orders), decoder_(orders->limits_.max_frame) {}
@@ -176,23 +193,28 @@ Status ReportedOrders::Connection::OnEpoch(const ReportEpoch& m) {
   done.read_window = std::max<uint64_t>(1, it->second->window);
   CLAIRFS_RETURN_IF_ERROR(orders_->Reserve(kEntryCost + SegmentBytes(done)));
   // The loader's next EPOCH, guessed by the step between its last two (fit
-  // on Keras 3 reads every other iteration): made after the segment is in,
-  // so the reported order never waits for the guess.
+  // on Keras 3 reads every other iteration, a plain loop every one): made
+  // after the segment is in, so the reported order never waits for the
+  // guess. After a loader's first EPOCH the step is not known: the guess is
+  // both candidates, file by file in turn.
   auto last = last_epoch_.find(m.stream);
-  const uint64_t step =
-      last != last_epoch_.end() && m.epoch > last->second ? m.epoch - last->second : 1;
+  const bool step_known = last != last_epoch_.end() && m.epoch > last->second;
+  const uint64_t step = step_known ? m.epoch - last->second : 1;
   last_epoch_[m.stream] = m.epoch;
   StoredSegment guess{done.table,      done.stream,      done.epoch,           {},
                       done.batch_size, done.num_workers, done.prefetch_factor, done.read_window};
   const uint64_t seq = orders_->AddSegment(pid_, std::move(done));
-  if (step <= kMaxModelEpoch - std::min(m.epoch, kMaxModelEpoch)) {
-    guess.epoch = m.epoch + step;
-    Result<std::vector<uint32_t>> next = it->second->files(guess.epoch);
-    if (next.ok()) {
-      guess.indices = std::move(*next);
-      orders_->SetGuess(pid_, seq + 1, std::move(guess));
-    }
+  const uint64_t room = kMaxModelEpoch - std::min(m.epoch, kMaxModelEpoch);
+  if (step > room) return Status::Ok();
+  guess.epoch = m.epoch + step;
+  Result<std::vector<uint32_t>> next = it->second->files(guess.epoch);
+  if (!next.ok()) return Status::Ok();
+  guess.indices = std::move(*next);
+  if (!step_known && room >= 2) {
+    Result<std::vector<uint32_t>> other = it->second->files(m.epoch + 2);
+    if (other.ok()) guess.indices = Alternate(guess.indices, *other);
   }
+  orders_->SetGuess(pid_, seq + 1, std::move(guess));
   return Status::Ok();
 }
 

@@ -114,7 +114,8 @@ class ReportedOrders {
   Result<ReportedSegment> Segment(uint64_t pid, uint64_t seq) const;
   // The guess at segment `seq` of process `pid` while it is not reported
   // yet (seq == SegmentCount(pid)): a model's loader, one EPOCH past its last
-  // by the step between its last two (1 at first). Unavailable without one.
+  // by the step between its last two (after its first, the epochs 1 and 2
+  // past it, their files in turn). Unavailable without one.
   // Prefetching may start on it; only the reported segment is followed.
   Result<ReportedSegment> Guess(uint64_t pid, uint64_t seq) const;
   // The loader and its epoch (stream, epoch) of segment `seq` of process

@@ -385,12 +385,14 @@ TEST_CASE("a loader reported by its settings: the model makes each epoch's files
 TEST_CASE("a model's next EPOCH is guessed by the step between its last two", "[report]") {
   Store s;
   const std::vector<uint32_t> cat = s.Nodes({kPaths[0], kPaths[1]});
+  const std::vector<uint32_t> all = s.Nodes(kPaths);
   std::vector<uint64_t> made;  // the epochs the model was asked for
   s.orders.SetModelMaker([&](const std::map<std::string, std::string>&) {
     ReportedModel m;
-    m.files = [&made, cat](uint64_t epoch) -> Result<std::vector<uint32_t>> {
+    m.files = [&made, cat, all](uint64_t epoch) -> Result<std::vector<uint32_t>> {
       made.push_back(epoch);
       if (epoch == 7) return Status::NotFound("no epoch 7");
+      if (epoch == 2) return std::vector<uint32_t>{all[3], all[0], all[2]};
       return epoch % 2 == 0 ? cat : std::vector<uint32_t>{cat[1], cat[0]};
     };
     return m;
@@ -401,17 +403,19 @@ TEST_CASE("a model's next EPOCH is guessed by the step between its last two", "[
   Send(c.get(), MainHello(5) + SettingsFrame(1, "sampler=keras\n"));
   CHECK_FALSE(s.orders.Guess(5, 0).ok());  // nothing reported: nothing to guess from
   Send(c.get(), EpochFrame(1, 0));
-  CHECK(made == std::vector<uint64_t>{0, 1});  // the epoch, then the guess (step 1 at first)
-  CHECK(heard == 2);                           // the segment, then the guess
+  // The epoch, then the guess: no step known yet, so 1 and 2 alike, their
+  // files in turn, each once.
+  CHECK(made == std::vector<uint64_t>{0, 1, 2});
+  CHECK(heard == 2);  // the segment, then the guess
   auto g = s.orders.Guess(5, 1);
   REQUIRE(g.ok());
-  CHECK(g->files == std::vector<uint32_t>{cat[1], cat[0]});
+  CHECK(g->files == std::vector<uint32_t>{cat[1], all[3], cat[0], all[2]});
   CHECK((g->stream == 1 && g->epoch == 1 && g->batch_size == 1 && g->read_window == 1));
   CHECK_FALSE(s.orders.Guess(5, 0).ok());  // reported: no guess at it
   CHECK_FALSE(s.orders.Guess(5, 2).ok());  // not the next one
   // Keras 3's fit reads every other iteration: 2 after 0 guesses 4.
   Send(c.get(), EpochFrame(1, 2));
-  CHECK(made == std::vector<uint64_t>{0, 1, 2, 4});
+  CHECK(made == std::vector<uint64_t>{0, 1, 2, 2, 4});
   REQUIRE(s.orders.Guess(5, 2).ok());
   CHECK(s.orders.Guess(5, 2)->epoch == 4);
   CHECK_FALSE(s.orders.Guess(5, 1).ok());  // dropped once segment 1 came
