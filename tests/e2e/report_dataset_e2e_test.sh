@@ -14,6 +14,8 @@
 # parallel map reading the files, batch, prefetch; each rank opens its shard):
 #   files-keras3-seeded  Keras 3, seed=42, --deterministic
 #   files-keras2-global  tf.keras 2, Horovod, seed=None under a global seed
+#   files-keras3-unseeded Keras 3, seed=None and nothing seeded (the reporter
+#                        seeds list_files from os.urandom where TF would at random)
 # ram_cache holds the dataset: at a third of it (PART=3) tf.keras 2 had
 # 224-240 of 240 opens after the first epoch ready per node over 9 runs, and
 # Keras 3 (a tf.data shuffle buffer of 8 before the reads) stalled on up to
@@ -123,6 +125,7 @@ run keras3-unseeded tf-current 0 "$part" --dataset-seed none
 SCRIPT=train_files.py
 run files-keras3-seeded tf-current 1 "$part" --seed 42 --deterministic
 run files-keras2-global tf-keras2 1 "$part" --seed 42 --deterministic --files-seed none
+run files-keras3-unseeded tf-current 0 "$part" --files-seed none
 
 echo "$failures failures"
 [[ $failures -eq 0 ]]

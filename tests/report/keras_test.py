@@ -437,12 +437,32 @@ class ListFiles(Jobs):
                 self.check_model(fields, dict(enumerate(r["iters"])))
 
     def test_lf_unseeded(self):
-        # (c) no seed and no global seed: TF seeds at random, nothing is reported.
+        # (c) no seed and no global seed, in list_files or in the pipeline's shuffle over it:
+        # TF would seed at random, unknowably. The reporter passes a seed from os.urandom in
+        # its place and reports it: the orders are exactly those the same pipeline given that
+        # seed draws (without the reporter), and the model's; each run draws another seed.
+        cases = [({"stages": [["shard", 2, 0]]}, lambda c, s: dict(c, seed=s)),
+                 ({"shuffle": False, "stages": [["shuffle", 6, None, True], ["shard", 2, 1]]},
+                  lambda c, s: dict(c, stages=[["shuffle", 6, s, True], ["shard", 2, 1]]))]
         for py in PYTHONS:
-            with self.subTest(py=py):
-                r, d = self.lf(py, {"seed": None, "stages": [["shard", 2, 0]], "epochs": 2})
-                self.assertTrue(r["wrapped"])
-                self.assertEqual((d.hellos, d.frames), ([], 0))
+            for cfg, seeded in cases:
+                with self.subTest(py=py, cfg=cfg):
+                    seeds = []
+                    for run in range(2):
+                        r, d = self.lf(py, dict(cfg, epochs=3))
+                        self.assertTrue(r["wrapped"])
+                        fields = d.settings[(r["pid"], 1)]
+                        self.assertNotIn("global-seed", fields)
+                        seeds.append(int(fields["seed"]))
+                        self.assertEqual(d.epochs[(r["pid"], 1)], [0, 1, 2])
+                        self.assertEqual(len({tuple(o) for o in r["iters"]}), 3)
+                        if run == 0:
+                            given, d2 = self.lf(py, dict(seeded(cfg, seeds[0]), epochs=3),
+                                                report=False)
+                            self.assertEqual((d2.hellos, d2.frames), ([], 0))
+                            self.assertEqual(r["iters"], given["iters"])
+                            self.check_model(fields, dict(enumerate(r["iters"])))
+                    self.assertNotEqual(seeds[0], seeds[1])
 
     def test_lf_same_results(self):
         # (d) the same files in the same order every iteration with CLAIRFS_REPORT=0.

@@ -8,7 +8,8 @@ machinery: the tag, the DatasetV2.__iter__ counting, the read hooks, the streams
 
 patch(module), after tensorflow.python.data.ops.dataset_ops ran: DatasetV2.list_files (a
 staticmethod; DatasetV1.list_files calls it) becomes a wrapper that calls the original with
-exactly the caller's arguments and returns its result. Only a call whose pattern is one path
+the caller's arguments (a seed added only where TF would seed at random, below) and returns its
+result. Only a call whose pattern is one path
 (str, bytes, PathLike) whose fixed directory (the components before the first with a glob
 character) is under a clairfs mount, in eager mode, is tagged:
   - shuffle=False: `no-shuffle`;
@@ -16,8 +17,11 @@ character) is under a clairfs mount, in eager mode, is tagged:
     `_seed2`, what random_seed.get_seed gave: (G mod 2^31-1, S mod 2^31-1) with a global seed,
     (87654321, S) without, the op seed S drawn from the context's counter when seed=None): sent
     as `seed` = seed2 and, when a global seed is set (or seed1 is not the default graph seed),
-    `global-seed` = seed1, which the model's get_seed turns into the same pair. (0, 0), no seed
-    and no global seed: TensorFlow seeds at random, not tagged.
+    `global-seed` = seed1, which the model's get_seed turns into the same pair. With no seed
+    and no global seed TensorFlow would seed at random, unknowably: the wrapper passes a seed
+    drawn from os.urandom instead (_seed_for_tf), as does DatasetV2.shuffle over a tagged
+    list_files (_seeding_shuffle). The orders have the same distribution; no generator of the
+    job moves.
 At each iteration (idfd_hooks._on_iter) the path from the iterated dataset down to the tagged
 one is mapped to settings (route): bottom-up, a block of order stages right above list_files
 (`.shard(n, i)`, one `.shuffle(K, seed)` when list_files did not shuffle, `.repeat(N)`) in an
@@ -100,13 +104,55 @@ def patch(module):
 
     @functools.wraps(fn)
     def list_files(*args, **kwargs):
+        if not guard.off:
+            seeded = guard.call(_seed_for_tf, sig, args, kwargs)
+            if seeded is not None:
+                args, kwargs = seeded
         out = fn(*args, **kwargs)
         if not guard.off:
             guard.call(_after, sig, args, kwargs, out)
         return out
 
     D.list_files = staticmethod(list_files)
+    shuffle = D.__dict__.get("shuffle")
+    if callable(shuffle):
+        D.shuffle = _seeding_shuffle(shuffle)
     D._clairfs_lf = True
+
+
+def _seeding_shuffle(orig):
+    """DatasetV2.shuffle, given a seed from os.urandom where TF would seed it at random and the
+    pipeline below is a tagged list_files (see _seed_for_tf); else exactly the caller's call."""
+    sig = inspect.signature(orig)
+
+    @functools.wraps(orig)
+    def shuffle(*args, **kwargs):
+        if not guard.off:
+            seeded = guard.call(_seed_shuffle, sig, args, kwargs)
+            if seeded is not None:
+                args, kwargs = seeded
+        return orig(*args, **kwargs)
+
+    return shuffle
+
+
+def _seed_shuffle(sig, args, kwargs):
+    if not idfd_hooks._tags:
+        return None
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError:
+        return None
+    if bound.arguments.get("seed") is not None:
+        return None
+    eager, global_seed = idfd_hooks._global_seed()
+    if not eager or global_seed is not None:
+        return None
+    below = idfd_hooks._walk(bound.arguments.get("self"))
+    if not below or not any(isinstance(t[0], _LfTag) for t in below):
+        return None
+    bound.arguments["seed"] = random_seed()
+    return bound.args, bound.kwargs
 
 
 def split_pattern(pattern):
@@ -140,25 +186,62 @@ def _seed_fields(node):
     return fields
 
 
+def _located(a):
+    """(mount's (root, directory), glob) of list_files' bound arguments `a` when its pattern is
+    one path under a clairfs mount, else None."""
+    pattern = a.get("file_pattern")
+    if not isinstance(pattern, (str, bytes, os.PathLike)):
+        return None  # a list or a tensor of patterns: not one glob
+    pattern = os.fsdecode(os.fspath(pattern))
+    if "\n" in pattern or "\0" in pattern:
+        return None
+    split = split_pattern(os.path.abspath(pattern) if not pattern.startswith("/") else pattern)
+    if split is None:
+        return None
+    where = channel.locate_dir(split[0])
+    if where is None or "\n" in where[1]:
+        return None
+    return where, split[1]
+
+
+def _seed_for_tf(sig, args, kwargs):
+    """(args, kwargs) with a seed where TensorFlow would seed list_files' shuffle at random (no
+    seed, no global seed, eager, the pattern under a clairfs mount), else None.
+
+    TF then draws each iteration's order from a random seed of its own, which nothing outside
+    the kernel can know. A seed drawn here from os.urandom in its place gives orders of the
+    same distribution - every run still shuffles differently - that the daemon's model can
+    predict; no random generator of the job (Python's, NumPy's, TF's op-seed counter) moves.
+    CLAIRFS_REPORT=0 leaves TF to seed it."""
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError:
+        return None
+    a = dict(bound.arguments)
+    if a.get("seed") is not None or a.get("shuffle") not in (None, True):
+        return None
+    eager, global_seed = idfd_hooks._global_seed()
+    if not eager or global_seed is not None or _located(a) is None:
+        return None
+    bound.arguments["seed"] = random_seed()
+    return bound.args, bound.kwargs
+
+
+def random_seed():
+    """An op seed in [1, 2^31 - 2] from os.urandom."""
+    return int.from_bytes(os.urandom(4), "little") % (2 ** 31 - 2) + 1
+
+
 def _after(sig, args, kwargs, out):
     try:
         bound = sig.bind(*args, **kwargs)
     except TypeError:
         return
     bound.apply_defaults()
-    a = bound.arguments
-    pattern = a.get("file_pattern")
-    if not isinstance(pattern, (str, bytes, os.PathLike)):
-        return  # a list or a tensor of patterns: not one glob
-    pattern = os.fsdecode(os.fspath(pattern))
-    if "\n" in pattern or "\0" in pattern:
+    located = _located(bound.arguments)
+    if located is None:
         return
-    split = split_pattern(os.path.abspath(pattern) if not pattern.startswith("/") else pattern)
-    if split is None:
-        return
-    where = channel.locate_dir(split[0])
-    if where is None or "\n" in where[1]:
-        return
+    where, glob = located
     eager, _ = idfd_hooks._global_seed()
     if not eager:
         return  # graph mode: the seeds are no Python numbers, iterators no __iter__
@@ -175,7 +258,7 @@ def _after(sig, args, kwargs, out):
     elif type(node).__name__ != "_TensorSliceDataset":
         return  # not what list_files makes
     try:
-        idfd_hooks.tag_dataset(out, _LfTag(where, split[1], own))
+        idfd_hooks.tag_dataset(out, _LfTag(where, glob, own))
     except TypeError:
         pass
 
