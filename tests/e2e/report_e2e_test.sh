@@ -20,8 +20,14 @@ $PY -c "import torch, torchvision" || { echo "FAIL: python3-torch/torchvision no
 [[ -f $BIN/report/sitecustomize.py ]] || { echo "FAIL: no order reporter beside clairfs-run in $BIN"; exit 1; }
 source "$CLAIRFS_SRC/tests/fs/dist/ranks_lib.sh" report
 
+# The third of the dataset in RAM must hold the node's loaders' read-ahead
+# several times over, as on any real dataset: with 240 files it held 80, and
+# the two ranks' loaders (2 workers x 2 batches of 8 each, one batch being
+# consumed) had up to 80 in flight; opens reach the daemon in bursts, late,
+# so it could not free room fast enough (up to 33 stalls an epoch, at the
+# 5th and 6th batches of an epoch, in CI).
 EPOCHS=3 BATCH=8 WORKERS=2
-$PY "$CLAIRFS_SRC/scripts/make_imagefolder.py" "$T/data" --classes 4 --per-class 60 --size 64 >/dev/null || exit 1
+$PY "$CLAIRFS_SRC/scripts/make_imagefolder.py" "$T/data" --classes 4 --per-class 150 --size 64 >/dev/null || exit 1
 "$BIN/clairfs-partition" pack "$T/data" "$T/packed" --partitions 4 >/dev/null || exit 1
 bytes=$(find "$T/data/train" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
 ram=$((bytes / 3))
