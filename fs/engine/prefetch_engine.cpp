@@ -22,6 +22,7 @@ PrefetchEngine::PrefetchEngine(std::unique_ptr<pf::Planner> planner,
                                PayloadSource* source, RamCache* cache, Stats* stats,
                                PageCachePusher* pusher, PrefetchEngineOptions options)
     : in_dataset_(std::move(in_dataset)),
+      mean_file_bytes_(MeanFileBytes(*manifest, in_dataset_)),
       manifest_(manifest),
       reader_(std::move(manifest), source, cache, stats),
       cache_(cache),
@@ -31,8 +32,25 @@ PrefetchEngine::PrefetchEngine(std::unique_ptr<pf::Planner> planner,
     MutexLock lock(&planner_mu_);
     planner_ = std::move(planner);
     sampler_ = options_.sampler;
+    WarnIfShortOfReadAhead(*planner_);
   }
   cache_->SetOwner(this);
+}
+
+uint64_t PrefetchEngine::MeanFileBytes(const format::Manifest& manifest,
+                                       const std::vector<uint8_t>& in_dataset) {
+  uint64_t files = 0, bytes = 0;
+  for (uint32_t n = 0; n < in_dataset.size() && n < manifest.node_count(); ++n) {
+    if (in_dataset[n] == 0) continue;
+    ++files;
+    bytes += manifest.node(n).size;
+  }
+  return files == 0 ? 0 : bytes / files;
+}
+
+void PrefetchEngine::WarnIfShortOfReadAhead(const pf::Planner& planner) {
+  std::optional<std::string> why = pf::ReadAheadWarning(planner.config(), mean_file_bytes_);
+  if (why && !warned_read_ahead_.exchange(true)) Log(LogLevel::kWarn, "prefetch: " + *why);
 }
 
 std::shared_ptr<pf::Planner> PrefetchEngine::planner() const {
@@ -49,6 +67,7 @@ void PrefetchEngine::Replace(std::unique_ptr<pf::Planner> planner, std::string s
     sampler_ = std::move(sampler);
     loader_of_ = std::move(loader_of);
     ++replacements_;
+    WarnIfShortOfReadAhead(*planner_);
   }
   // Every kept byte was the old planner's: drop them all (the cache tells
   // the new planner of each, which holds none of them).

@@ -165,6 +165,12 @@ class PrefetchEngine final : public OpenObserver, public FileOwner {
   // Adds the counts of opens (and admissions, evictions) of `from` to `to`:
   // a replaced planner's, to the current one's.
   static void AddOpenCounts(const prefetch::PlannerStats& from, prefetch::PlannerStats* to);
+  // The mean size of the dataset's files (0 with none).
+  static uint64_t MeanFileBytes(const format::Manifest& manifest,
+                                const std::vector<uint8_t>& in_dataset);
+  // Logs, once per engine, when `planner`'s budget is short of its loaders'
+  // read-ahead (prefetch::ReadAheadWarning).
+  void WarnIfShortOfReadAhead(const prefetch::Planner& planner);
   void Observe(uint32_t node, bool answering);
   void Run(std::stop_token stop);
   void Fetch(prefetch::Planner& planner, prefetch::FileId file);
@@ -198,6 +204,8 @@ class PrefetchEngine final : public OpenObserver, public FileOwner {
   prefetch::PlannerStats retired_ CLAIRFS_GUARDED_BY(planner_mu_);
   uint64_t replacements_ CLAIRFS_GUARDED_BY(planner_mu_) = 0;
   const std::vector<uint8_t> in_dataset_;
+  const uint64_t mean_file_bytes_;
+  std::atomic<bool> warned_read_ahead_{false};
   const std::shared_ptr<const format::Manifest> manifest_;
   FileReader reader_;
   RamCache* const cache_;

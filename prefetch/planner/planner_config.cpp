@@ -80,4 +80,23 @@ Result<PlannerShape> ValidatePlannerConfig(const PlannerConfig& c, const Planner
   return shape;
 }
 
+uint64_t LoadersReadAhead(const PlannerConfig& c) {
+  const uint64_t batches = std::max<uint64_t>(1, c.num_workers * c.prefetch_factor) + 1;
+  return c.local_ranks.size() * batches * c.batch_size;
+}
+
+std::optional<std::string> ReadAheadWarning(const PlannerConfig& c, uint64_t mean_file_bytes) {
+  const uint64_t ahead = LoadersReadAhead(c);
+  if (!c.enabled || mean_file_bytes == 0 || ahead == 0) return std::nullopt;
+  const uint64_t holds = c.budget_bytes / mean_file_bytes;
+  if (holds >= 2 * ahead) return std::nullopt;
+  return "ram_cache (" + std::to_string(c.budget_bytes) + " bytes) holds about " +
+         std::to_string(holds) + " files of " + std::to_string(mean_file_bytes) +
+         " bytes, while the node's loaders (" + std::to_string(c.local_ranks.size()) +
+         " rank(s), batch " + std::to_string(c.batch_size) + ", " + std::to_string(c.num_workers) +
+         " workers, prefetch_factor " + std::to_string(c.prefetch_factor) + ") read up to " +
+         std::to_string(ahead) + " ahead: files will wait for room; give ram_cache at least " +
+         std::to_string(2 * ahead * mean_file_bytes) + " bytes";
+}
+
 }  // namespace clairfs::prefetch

@@ -13,6 +13,7 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "base/status.hpp"
@@ -122,5 +123,15 @@ struct PlannerShape {
 // Checks `config` against `input` and derives the shape. InvalidArgument
 // naming the first bad field. A disabled config needs only the sizes.
 Result<PlannerShape> ValidatePlannerConfig(const PlannerConfig& config, const PlannerInput& input);
+
+// The files the node's loaders may have opened or be opening ahead of the
+// batch each rank consumes: per local rank, W x prefetch_factor batches in
+// flight and the one being consumed (one batch without workers).
+uint64_t LoadersReadAhead(const PlannerConfig& config);
+// A warning for the log when the budget holds fewer than twice the loaders'
+// read-ahead in files of `mean_file_bytes`: files then wait whatever the
+// order (room comes free only as the opens, seen late, are counted); else
+// nullopt.
+std::optional<std::string> ReadAheadWarning(const PlannerConfig& config, uint64_t mean_file_bytes);
 
 }  // namespace clairfs::prefetch

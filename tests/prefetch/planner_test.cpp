@@ -308,3 +308,32 @@ TEST_CASE("Concurrent opens, strays, fetchers and readers keep the budget", "[un
   CHECK(s.resync_attempts > 0);
   CHECK(s.resident_bytes + s.in_flight_bytes <= s.budget_bytes);
 }
+
+TEST_CASE("A budget short of twice the loaders' read-ahead is warned of, with what would do",
+          "[unit][planner]") {
+  // report_e2e's old shape: 2 ranks on one node, batch 8, 2 workers,
+  // prefetch_factor 2: (2 x 2 + 1) x 8 = 40 files ahead per rank.
+  pf::PlannerConfig c;
+  c.local_ranks = {0, 1};
+  c.batch_size = 8;
+  c.num_workers = 2;
+  c.prefetch_factor = 2;
+  CHECK(pf::LoadersReadAhead(c) == 80);
+  c.budget_bytes = 80 * 3000;  // a third of 240 files of 3,000 bytes
+  auto w = pf::ReadAheadWarning(c, 3000);
+  REQUIRE(w.has_value());
+  CHECK(w->find("holds about 80 files") != std::string::npos);
+  CHECK(w->find("read up to 80 ahead") != std::string::npos);
+  CHECK(w->find("at least 480000 bytes") != std::string::npos);
+  c.budget_bytes = 160 * 3000;  // twice the read-ahead: fine
+  CHECK_FALSE(pf::ReadAheadWarning(c, 3000).has_value());
+  // Without workers the main process reads one batch, then consumes it.
+  c.num_workers = 0;
+  c.budget_bytes = 10 * 3000;
+  CHECK(pf::LoadersReadAhead(c) == 2 * 2 * 8);
+  CHECK(pf::ReadAheadWarning(c, 3000).has_value());
+  // A disabled planner or no files: nothing to say.
+  CHECK_FALSE(pf::ReadAheadWarning(c, 0).has_value());
+  c.enabled = false;
+  CHECK_FALSE(pf::ReadAheadWarning(c, 3000).has_value());
+}
