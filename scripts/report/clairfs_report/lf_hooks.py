@@ -104,10 +104,7 @@ def patch(module):
 
     @functools.wraps(fn)
     def list_files(*args, **kwargs):
-        if not guard.off:
-            seeded = guard.call(_seed_for_tf, sig, args, kwargs)
-            if seeded is not None:
-                args, kwargs = seeded
+        args, kwargs = _seeded(_seed_for_tf, sig, args, kwargs)
         out = fn(*args, **kwargs)
         if not guard.off:
             guard.call(_after, sig, args, kwargs, out)
@@ -127,13 +124,18 @@ def _seeding_shuffle(orig):
 
     @functools.wraps(orig)
     def shuffle(*args, **kwargs):
-        if not guard.off:
-            seeded = guard.call(_seed_shuffle, sig, args, kwargs)
-            if seeded is not None:
-                args, kwargs = seeded
+        args, kwargs = _seeded(_seed_shuffle, sig, args, kwargs)
         return orig(*args, **kwargs)
 
     return shuffle
+
+
+def _seeded(seeder, sig, args, kwargs):
+    """The call's (args, kwargs), with the seed `seeder` adds where it adds one."""
+    if guard.off:
+        return args, kwargs
+    seeded = guard.call(seeder, sig, args, kwargs)
+    return (args, kwargs) if seeded is None else seeded
 
 
 def _seed_shuffle(sig, args, kwargs):
