@@ -5,7 +5,8 @@ generator that asked for it, so read-ahead past steps_per_epoch is told apart), 
 and a hash of the weights after training.
 
 usage: keras_job.py DATA_DIR OUT.json CONFIG_JSON
-CONFIG: {"steps": S or null, "epochs": E, "batch": B, "seed": N, "shuffle": bool (fit's)}
+CONFIG: {"steps": S or null, "epochs": E, "batch": B, "seed": N, "shuffle": bool (fit's),
+         "per_execution": compile's steps_per_execution}
 """
 import hashlib
 import json
@@ -56,7 +57,8 @@ def main():
         layers.Dense(it.num_classes),
     ])
     model.compile(optimizer=tf.keras.optimizers.SGD(learning_rate=0.1),
-                  loss=tf.keras.losses.CategoricalCrossentropy(from_logits=True))
+                  loss=tf.keras.losses.CategoricalCrossentropy(from_logits=True),
+                  steps_per_execution=cfg.get("per_execution", 1))
     hist = model.fit(it, steps_per_epoch=cfg.get("steps"), epochs=cfg.get("epochs", 3),
                      shuffle=cfg.get("shuffle", True), verbose=0)
     h = hashlib.blake2b(digest_size=16)

@@ -27,10 +27,12 @@ The report: TABLE_PATHS of the iterator's `filepaths` (once), LOADER (batch size
 min(steps_per_epoch, len) batches of the drawn order, index_array[b*bs:(b+1)*bs] each, from the
 index_array as it is when the order is drawn. Only for a Sequence whose __getitem__ is Keras's
 own Iterator.__getitem__ and which has `filepaths` and `index_array`; anything else passes
-untouched. An epoch that reads on in a pass drawn in an earlier epoch (Keras 3 with
-steps_per_epoch < len: one order serves several epochs, while on_epoch_end redraws
-index_array under the generator's read-ahead) is not reported: its files are not known
-exactly before they are read.
+untouched.
+Keras 3 with steps_per_epoch < len: one pass serves several epochs, and on_epoch_end redraws
+index_array while the generator reads ahead. The pass counts the batches its generator has
+begun; at each adapter on_epoch_end the new index_array is noted with that count (batches begun
+before it read the old array, the rest read the new one), and at the next on_epoch_begin the
+epoch's batches of the pass are reported, each sliced from the array it reads.
 Every hook body runs under guard.call: a failure turns the reporter off, never the job. The
 generator runs in a tf.data thread: reports are sent under one lock.
 """
@@ -45,6 +47,8 @@ _lock = threading.Lock()   # reports come from tf.data's threads
 _EPOCHS = "_clairfs_epochs"   # adapter attribute: epochs counted so far (see patch)
 _STEPS = "_clairfs_steps"     # adapter attribute: steps_per_epoch given to fit, or None
 _STREAM = "_clairfs_stream"   # adapter attribute: [stream id, last epoch reported]
+_PASS = "_clairfs_pass"       # adapter attribute (Keras 3): the _Pass whose epochs continue
+_EXEC = "_clairfs_exec"       # adapter attribute (Keras 3): fit's steps_per_execution
 
 
 class _Random:
@@ -124,24 +128,37 @@ def _steps_of_handler(handler):
 
 def _patch_keras3(module):
     A = module.PyDatasetAdapter
-    orig_gen, orig_begin = A._finite_generator, A.on_epoch_begin
+    orig_gen, orig_begin, orig_end = A._finite_generator, A.on_epoch_begin, A.on_epoch_end
 
     @functools.wraps(orig_gen)
     def _finite_generator(self):
         gen = orig_gen(self)
         if guard.off:
             return gen
+        self.__dict__[_PASS] = None  # a pass that may serve several epochs (_report_locked)
         return _watch(gen, self, self.py_dataset, bool(self.shuffle))
 
     @functools.wraps(orig_begin)
     def on_epoch_begin(self, *args, **kwargs):
         out = orig_begin(self, *args, **kwargs)
         # fit's first on_epoch_begin is epoch 0; counted after: it raises when misused
-        self.__dict__[_EPOCHS] = self.__dict__.get(_EPOCHS, -1) + 1
+        epoch = self.__dict__[_EPOCHS] = self.__dict__.get(_EPOCHS, -1) + 1
+        w = self.__dict__.get(_PASS)
+        if w is not None:
+            guard.call(_report_next, w, epoch)
+        return out
+
+    @functools.wraps(orig_end)
+    def on_epoch_end(self, *args, **kwargs):
+        out = orig_end(self, *args, **kwargs)
+        w = self.__dict__.get(_PASS)
+        if w is not None:
+            guard.call(_redrawn, w)
         return out
 
     A._finite_generator = _finite_generator
     A.on_epoch_begin = on_epoch_begin
+    A.on_epoch_end = on_epoch_end
     _swap_random(module)
 
 
@@ -161,14 +178,22 @@ def _steps_of_epoch_iterator(it):
     adapter = getattr(it, "data_adapter", None)
     if adapter is not None:
         adapter.__dict__[_STEPS] = getattr(it, "steps_per_epoch", None)
+        adapter.__dict__[_EXEC] = getattr(it, "steps_per_execution", 1)
 
 
 class _Pass:
-    """One run of an adapter's generator: the batch order it draws, over one Sequence."""
-    __slots__ = ("adapter", "seq")
+    """One run of an adapter's generator: the batch order it draws, over one Sequence.
+
+    Once reported, for a pass that serves more epochs (Keras 3, steps_per_epoch < len):
+    `order` the pass's batch order, `pos` where its next epoch starts in it, `per_epoch` the
+    batches an epoch takes, `arrays` [(first batch position, index_array)] the arrays the
+    batches from each position on read (the last one: every batch not begun yet)."""
+    __slots__ = ("adapter", "seq", "started", "order", "pos", "per_epoch", "arrays", "table")
 
     def __init__(self, adapter, seq):
         self.adapter, self.seq = adapter, seq
+        self.started = 0  # batches the generator has begun to read
+        self.order = None
 
 
 def _watch(gen, adapter, seq, shuffled):
@@ -182,13 +207,19 @@ def _watch(gen, adapter, seq, shuffled):
     else:
         guard.call(_report, w, None)
     try:
-        first = next(gen)
+        w.started = 1
+        try:
+            item = next(gen)
+        finally:
+            _tls.watch = None
+        while True:
+            yield item
+            w.started += 1
+            item = next(gen)
     except StopIteration:
         return
     finally:
-        _tls.watch = None
-    yield first
-    yield from gen
+        gen.close()
 
 
 def _eligible(seq):
@@ -233,15 +264,74 @@ def _report_locked(w, batch_order):
     n_batches = len(seq)
     if batch_order is None:
         batch_order = range(n_batches)
-    steps = adapter.__dict__.get(_STEPS)
-    if steps is not None and 0 < steps < len(batch_order):
-        batch_order = batch_order[:steps]
+    per_epoch = _batches_per_epoch(adapter, len(batch_order))
     bs = int(seq.batch_size)
     samples = index_array.tolist() if hasattr(index_array, "tolist") else list(index_array)
     flat = array("I")
-    for b in batch_order:
+    for b in batch_order[:per_epoch]:
         flat.extend(samples[b * bs:(b + 1) * bs])
+    if per_epoch < len(batch_order) and _PASS in adapter.__dict__:
+        # Keras 3: the pass goes on into the next epochs (_redrawn, _report_next)
+        w.order, w.pos, w.per_epoch, w.table = batch_order, per_epoch, per_epoch, table
+        w.arrays = [(0, index_array)]
+        adapter.__dict__[_PASS] = w
+    _send(table, rec[0], bs, epoch, flat)
+
+
+def _batches_per_epoch(adapter, n_batches):
+    """The batches of a pass one epoch of fit reads: steps_per_epoch, rounded up to whole
+    executions (Keras 3 reads steps_per_execution batches a step), at most the pass."""
+    steps = adapter.__dict__.get(_STEPS)
+    if steps is None or steps <= 0:
+        return n_batches
+    per_exec = adapter.__dict__.get(_EXEC) or 1
+    if isinstance(per_exec, int) and per_exec > 1:
+        steps = -(-steps // per_exec) * per_exec
+    return min(steps, n_batches)
+
+
+def _send(table, stream, bs, epoch, flat):
     channel.hello_context.setdefault("framework", "keras")
-    frames = [wire.loader(rec[0], max(1, bs), 0, 1)] + wire.order(table.key, rec[0], epoch, flat)
+    frames = [wire.loader(stream, max(1, bs), 0, 1)] + wire.order(table.key, stream, epoch, flat)
     tables.send_paths(table)
     channel.send(table.roots[0], frames)
+
+
+def _redrawn(w):
+    """After the adapter's on_epoch_end (Keras 3): the batches of the pass begun from now on
+    read the index_array it drew."""
+    if w.order is None:
+        return
+    new = w.seq.index_array
+    if new is not w.arrays[-1][1]:
+        w.arrays.append((w.started, new))
+
+
+def _report_next(w, epoch):
+    """At on_epoch_begin (Keras 3): the epoch's batches of a pass drawn in an earlier epoch."""
+    with _lock:
+        adapter = w.adapter
+        rec = adapter.__dict__.get(_STREAM)
+        if w.order is None or rec is None or w.pos >= len(w.order) or epoch <= rec[1] or \
+                w.seq.index_array is not w.arrays[-1][1]:
+            # the pass is over, or index_array was drawn again by someone else (fit's
+            # validation over the same iterator): what the batches read is not known
+            adapter.__dict__[_PASS] = None
+            return
+        end = min(w.pos + w.per_epoch, len(w.order))
+        bs = int(w.seq.batch_size)
+        flat = array("I")
+        k = 0
+        for j in range(w.pos, end):
+            while k + 1 < len(w.arrays) and w.arrays[k + 1][0] <= j:
+                k += 1
+            b = w.order[j]
+            part = w.arrays[k][1][b * bs:(b + 1) * bs]
+            flat.extend(part.tolist() if hasattr(part, "tolist") else part)
+        rec[1] = epoch
+        w.pos = end
+        while len(w.arrays) > 1 and w.arrays[1][0] <= w.pos:
+            del w.arrays[0]  # no batch still to report reads it
+        if w.pos >= len(w.order):
+            adapter.__dict__[_PASS] = None
+        _send(w.table, rec[0], bs, epoch, flat)
