@@ -7,7 +7,7 @@ folders.
 
 usage: mpiexec -n 2 VENV/bin/python train_flow.py DATA [--epochs E]
        [--batch-size B] [--seed S] [--report FILE] [--sample-log FILE]
-       [--checkpoint-dir DIR] [--deterministic]
+       [--checkpoint-dir DIR] [--deterministic] [--workers N]
 Horovod (Keras 2 line) averages gradients; without it (Keras 3 line) the
 ranks come from the launcher's environment and train independently.
 """
@@ -24,6 +24,9 @@ import common
 def main():
     ap = argparse.ArgumentParser()
     common.add_common_args(ap)
+    ap.add_argument("--workers", type=int, default=1,
+                    help="fit(workers=N), tf.keras 2 only: N threads load the batches "
+                         "(Horovod's Keras ImageNet example uses 4)")
     a = ap.parse_args()
     rank, size = common.start(a)
 
@@ -64,10 +67,11 @@ def main():
     model = common.small_cnn(a.image_size, it.num_classes)
     common.compile_model(model, a.lr, size)
     steps = max(1, len(it) // size)
+    extra = {"workers": a.workers} if a.workers > 1 else {}  # Keras 3's fit has no workers
     model.fit(it, steps_per_epoch=steps, epochs=a.epochs,
               callbacks=common.callbacks(rank, size, a.checkpoint_dir, a.report,
                                                  a.step_ms),
-              verbose=2 if rank == 0 else 0)
+              verbose=2 if rank == 0 else 0, **extra)
     log.close()
     return 0
 

@@ -6,7 +6,7 @@ and a hash of the weights after training.
 
 usage: keras_job.py DATA_DIR OUT.json CONFIG_JSON
 CONFIG: {"steps": S or null, "epochs": E, "batch": B, "seed": N, "shuffle": bool (fit's),
-         "per_execution": compile's steps_per_execution}
+         "per_execution": compile's steps_per_execution, "workers": fit's (tf.keras 2)}
 """
 import hashlib
 import json
@@ -21,14 +21,17 @@ GENERATORS = ("generator_fn", "_finite_generator")
 
 
 def pass_of(frame, passes):
-    """The number of the adapter generator's frame on the stack (0, 1, ... as first seen),
-    or None (the adapter's peek). `passes` keeps the frames, so no id is reused."""
+    """The number of the adapter generator's frame on the stack, or of the OrderedEnqueuer
+    (fit with workers > 1) whose pool thread runs the load (0, 1, ... as first seen), or None
+    (the adapter's peek). `passes` keeps the frames and enqueuer ids, so no id is reused."""
     while frame is not None:
-        if frame.f_code.co_name in GENERATORS and "keras" in frame.f_code.co_filename:
-            for n, f in enumerate(passes):
-                if f is frame:
+        code = frame.f_code
+        if "keras" in code.co_filename and code.co_name in GENERATORS + ("get_index",):
+            key = ("uid", frame.f_locals["uid"]) if code.co_name == "get_index" else frame
+            for n, k in enumerate(passes):
+                if k is key or (isinstance(k, tuple) and k == key):
                     return n
-            passes.append(frame)
+            passes.append(key)
             return len(passes) - 1
         frame = frame.f_back
     return None
@@ -59,8 +62,9 @@ def main():
     model.compile(optimizer=tf.keras.optimizers.SGD(learning_rate=0.1),
                   loss=tf.keras.losses.CategoricalCrossentropy(from_logits=True),
                   steps_per_execution=cfg.get("per_execution", 1))
+    extra = {"workers": cfg["workers"]} if cfg.get("workers", 1) > 1 else {}  # tf.keras 2
     hist = model.fit(it, steps_per_epoch=cfg.get("steps"), epochs=cfg.get("epochs", 3),
-                     shuffle=cfg.get("shuffle", True), verbose=0)
+                     shuffle=cfg.get("shuffle", True), verbose=0, **extra)
     h = hashlib.blake2b(digest_size=16)
     for w in model.get_weights():
         h.update(np.ascontiguousarray(w).tobytes())

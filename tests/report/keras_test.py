@@ -123,6 +123,47 @@ class Keras(Jobs):
                 with self.subTest(py=py, steps=steps, per_execution=per_execution):
                     self.check(py, steps, epochs, per_execution)
 
+    def test_orders_enqueued(self):
+        # tf.keras 2's fit(workers=2): an OrderedEnqueuer per epoch draws the order in its
+        # thread and 2 pool threads load the batches, out of order and up to 10 ahead (the
+        # queue). When fit stops it the pool still loads what was queued: up to 10 + 2
+        # batches past the epoch's steps, reported with the epoch. Here steps 4 + 12 covers
+        # the pass of 6: each epoch's report is the whole pass, its first 4 batches loaded
+        # by the epoch's enqueuer.
+        for py in PYTHONS:
+            if self.keras3(py):
+                continue  # Keras 3's fit has no workers
+            with self.subTest(py=py):
+                d = FakeDaemon()
+                try:
+                    r = self.job(py, {"steps": 4, "epochs": 3, "batch": BATCH, "seed": 3,
+                                      "workers": 2}, d)
+                finally:
+                    d.close()
+                self.assertEqual((d.errors, r["stderr"]), ([], ""))
+                pid = r["pid"]
+                got = {e: idx for (p, t, s, e), idx in d.orders.items() if p == pid}
+                self.assertEqual(sorted(got), [0, 1, 2])
+                self.assertEqual(d.loaders, {(pid, 1): {"batch_size": BATCH, "num_workers": 2,
+                                                        "prefetch_factor": 5}})
+                passes = {}
+                for tag, idx in r["loads"]:
+                    if tag is not None:
+                        passes.setdefault(tag, []).append(tuple(idx))
+                self.assertEqual(len(passes), 3)
+                n = len(r["filepaths"])
+                for e in range(3):
+                    self.assertEqual(sorted(got[e]), list(range(n)), (py, e))
+                    # Its first 4 batches (one index array per pass: a batch is known by
+                    # its first sample; the short one may be any) were loaded.
+                    order, by_first, batches = got[e], {b[0]: b for b in passes[e]}, []
+                    while len(batches) < 4:
+                        b = by_first.get(order[0], ())
+                        self.assertTrue(b, (py, e, order))
+                        self.assertEqual(tuple(order[:len(b)]), b, (py, e, order))
+                        batches.append(b)
+                        order = order[len(b):]
+
     def test_same_results(self):
         # With steps_per_epoch = len the job is deterministic; the reporter changes nothing.
         # (Below len it is not, reporter or not: the generator's read-ahead past the epoch

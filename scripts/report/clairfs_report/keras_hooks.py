@@ -11,9 +11,10 @@ __getitem__, then again in each on_epoch_end).
 
 patch(module), after the module ran:
   - tf.keras 2 (keras.src.engine.data_adapter): KerasSequenceAdapter._handle_multiprocessing's
-    generator function is wrapped (single-process path only: workers <= 1 and no
-    multiprocessing); its on_epoch_end counts epochs; DataHandler.__init__ hands the adapter
-    its steps_per_epoch.
+    generator function is wrapped; its on_epoch_end counts epochs; DataHandler.__init__ hands
+    the adapter its steps_per_epoch. With workers > 1 or use_multiprocessing the generator is
+    an OrderedEnqueuer's, whose own thread draws the order: data_utils.OrderedEnqueuer._run is
+    wrapped to watch its first draw (_patch_enqueuer).
   - Keras 3 (keras.src.trainers.data_adapters.py_dataset_adapter): the same for
     PyDatasetAdapter._finite_generator (no enqueuer), epochs counted by on_epoch_begin;
     keras.src.trainers.epoch_iterator: EpochIterator.__init__ hands its adapter
@@ -95,9 +96,19 @@ def _patch_keras2(module):
     @functools.wraps(orig_handle)
     def _handle_multiprocessing(self, x, workers, use_multiprocessing, max_queue_size):
         fn = orig_handle(self, x, workers, use_multiprocessing, max_queue_size)
-        if workers > 1 or (workers > 0 and use_multiprocessing) or guard.off:
-            return fn  # the OrderedEnqueuer's threads or processes: not reported
+        if guard.off:
+            return fn
         shuffled = bool(getattr(self, "_shuffle_sequence", False))
+        if workers > 1 or (workers > 0 and use_multiprocessing):
+            # an OrderedEnqueuer per epoch: its thread draws the order (_patch_enqueuer)
+            if not enqueuer_hooked:
+                return fn
+
+            @functools.wraps(fn)
+            def enqueued_fn():
+                guard.call(_expect_enqueuer, self, x, shuffled, workers, max_queue_size)
+                return fn()
+            return enqueued_fn
 
         @functools.wraps(fn)
         def generator_fn():
@@ -114,10 +125,64 @@ def _patch_keras2(module):
         orig_init(self, *args, **kwargs)
         guard.call(_steps_of_handler, self)
 
+    enqueuer_hooked = guard.call(_patch_enqueuer, getattr(module, "data_utils", None)) is True
     A._handle_multiprocessing = _handle_multiprocessing
     A.on_epoch_end = on_epoch_end
     H.__init__ = __init__
     _swap_random(module)
+
+
+def _patch_enqueuer(data_utils):
+    """tf.keras 2's OrderedEnqueuer (fit with workers > 1 or use_multiprocessing): its thread's
+    _run draws each pass's order with data_utils' `random`, then hands batch after batch to a
+    pool of `workers` threads or processes, up to max_queue_size ahead. The first draw of an
+    enqueuer made for a watched adapter reports, like a generator's first step."""
+    E = getattr(data_utils, "OrderedEnqueuer", None)
+    if E is None or not callable(getattr(E, "_run", None)):
+        return False
+    orig_run = E._run
+
+    @functools.wraps(orig_run)
+    def _run(self):
+        w = guard.call(_take_expected, self)
+        try:
+            if w is not None:
+                if getattr(self, "shuffle", False):
+                    _tls.watch = w
+                else:
+                    guard.call(_report, w, None)
+            return orig_run(self)
+        finally:
+            _tls.watch = None
+
+    E._run = _run
+    _swap_random(data_utils)
+    return True
+
+
+_expected = {}  # id(Sequence) -> the _Pass its next OrderedEnqueuer reports
+
+
+def _expect_enqueuer(adapter, seq, shuffled, workers, max_queue_size):
+    if not _eligible(seq):
+        return
+    w = _Pass(adapter, seq)
+    # the pool's workers each read a batch, the queue holds max_queue_size in all
+    w.shape = (int(workers), max(1, -(-int(max_queue_size) // max(1, int(workers)))))
+    # When fit stops the enqueuer at the epoch's end the queue is full and the pool reads
+    # every batch queued: up to max_queue_size + workers batches past the epoch's steps,
+    # read with the epoch's index_array but never trained on. They are reported with the
+    # epoch (files the job opens), so the daemon neither misses them nor takes them for
+    # the next epoch's.
+    w.past = int(max_queue_size) + int(workers)
+    with _lock:
+        _expected[id(seq)] = w
+
+
+def _take_expected(enqueuer):
+    with _lock:
+        w = _expected.pop(id(getattr(enqueuer, "sequence", None)), None)
+    return w if w is not None and w.seq is enqueuer.sequence else None
 
 
 def _steps_of_handler(handler):
@@ -188,12 +253,15 @@ class _Pass:
     `order` the pass's batch order, `pos` where its next epoch starts in it, `per_epoch` the
     batches an epoch takes, `arrays` [(first batch position, index_array)] the arrays the
     batches from each position on read (the last one: every batch not begun yet)."""
-    __slots__ = ("adapter", "seq", "started", "order", "pos", "per_epoch", "arrays", "table")
+    __slots__ = ("adapter", "seq", "started", "order", "pos", "per_epoch", "arrays", "table",
+                 "shape", "past")
 
     def __init__(self, adapter, seq):
         self.adapter, self.seq = adapter, seq
         self.started = 0  # batches the generator has begun to read
         self.order = None
+        self.shape = (0, 1)  # the LOADER's workers, prefetch_factor: one thread, in order
+        self.past = 0  # batches read past an epoch's steps (an enqueuer's), reported with it
 
 
 def _watch(gen, adapter, seq, shuffled):
@@ -268,14 +336,14 @@ def _report_locked(w, batch_order):
     bs = int(seq.batch_size)
     samples = index_array.tolist() if hasattr(index_array, "tolist") else list(index_array)
     flat = array("I")
-    for b in batch_order[:per_epoch]:
+    for b in batch_order[:per_epoch + w.past]:
         flat.extend(samples[b * bs:(b + 1) * bs])
     if per_epoch < len(batch_order) and _PASS in adapter.__dict__:
         # Keras 3: the pass goes on into the next epochs (_redrawn, _report_next)
         w.order, w.pos, w.per_epoch, w.table = batch_order, per_epoch, per_epoch, table
         w.arrays = [(0, index_array)]
         adapter.__dict__[_PASS] = w
-    _send(table, rec[0], bs, epoch, flat)
+    _send(table, rec[0], bs, epoch, flat, w.shape)
 
 
 def _batches_per_epoch(adapter, n_batches):
@@ -290,9 +358,9 @@ def _batches_per_epoch(adapter, n_batches):
     return min(steps, n_batches)
 
 
-def _send(table, stream, bs, epoch, flat):
+def _send(table, stream, bs, epoch, flat, shape=(0, 1)):
     channel.hello_context.setdefault("framework", "keras")
-    frames = [wire.loader(stream, max(1, bs), 0, 1)] + wire.order(table.key, stream, epoch, flat)
+    frames = [wire.loader(stream, max(1, bs), *shape)] + wire.order(table.key, stream, epoch, flat)
     tables.send_paths(table)
     channel.send(table.roots[0], frames)
 
