@@ -7,7 +7,7 @@ folders.
 
 usage: mpiexec -n 2 VENV/bin/python train_flow.py DATA [--epochs E]
        [--batch-size B] [--seed S] [--report FILE] [--sample-log FILE]
-       [--checkpoint-dir DIR] [--deterministic] [--workers N]
+       [--checkpoint-dir DIR] [--deterministic] [--workers N] [--val-data DIR]
 Horovod (Keras 2 line) averages gradients; without it (Keras 3 line) the
 ranks come from the launcher's environment and train independently.
 """
@@ -24,6 +24,9 @@ import common
 def main():
     ap = argparse.ArgumentParser()
     common.add_common_args(ap)
+    ap.add_argument("--val-data", help="validate on this directory after every epoch, as "
+                    "Horovod's Keras ImageNet example does (validation_steps = 3 x its "
+                    "batches // ranks)")
     ap.add_argument("--workers", type=int, default=1,
                     help="fit(workers=N), tf.keras 2 only: N threads load the batches "
                          "(Horovod's Keras ImageNet example uses 4)")
@@ -68,6 +71,11 @@ def main():
     common.compile_model(model, a.lr, size)
     steps = max(1, len(it) // size)
     extra = {"workers": a.workers} if a.workers > 1 else {}  # Keras 3's fit has no workers
+    if a.val_data:
+        val = tf.keras.preprocessing.image.ImageDataGenerator(zoom_range=(0.875, 0.875))
+        val_it = val.flow_from_directory(a.val_data, target_size=(a.image_size, a.image_size),
+                                         batch_size=a.batch_size, seed=a.seed)
+        extra.update(validation_data=val_it, validation_steps=max(1, 3 * len(val_it) // size))
     model.fit(it, steps_per_epoch=steps, epochs=a.epochs,
               callbacks=common.callbacks(rank, size, a.checkpoint_dir, a.report,
                                                  a.step_ms),

@@ -20,11 +20,15 @@ PY=/usr/bin/python3
 SCRIPT=$CLAIRFS_SRC/scripts/keras/train_flow.py
 EPOCHS=4 BATCH=8
 $PY "$CLAIRFS_SRC/scripts/make_imagefolder.py" "$T/data" --classes 4 --per-class 160 --size 48 >/dev/null || exit 1
+$PY "$CLAIRFS_SRC/scripts/make_imagefolder.py" "$T/v" --classes 4 --per-class 40 --size 48 --seed 9 >/dev/null || exit 1
+mv "$T/v/train" "$T/data/val"
 "$BIN/clairfs-partition" pack "$T/data" "$T/packed" --partitions 4 --compress none >/dev/null || exit 1
-bytes=$(find "$T/data/train" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
+bytes=$(find "$T/data" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
 fail=0
 # CASE: VENV[:WORKERS] - fit(workers=4) is Horovod's Keras ImageNet example's
-# (tf.keras 2: an OrderedEnqueuer whose 4 threads load the batches).
+# (tf.keras 2: an OrderedEnqueuer whose 4 threads load the batches), run as
+# that example does: validating on another directory every epoch with
+# validation_steps = 3 x its batches // ranks (1.5 passes over it).
 for case in tf-keras2 tf-keras2:4 tf-current; do
   venv=${case%%:*} workers=1
   [[ $case == *:* ]] && workers=${case##*:}
@@ -35,8 +39,9 @@ for case in tf-keras2 tf-keras2:4 tf-current; do
   "$BIN/clairfs-wait" "$T/mnt0" "$T/mnt1" --timeout 60 --quiet || { echo "FAIL $case: mounts"; fail=1; break; }
   py=$VENVS/$venv/bin/python
   args=(--epochs $EPOCHS --batch-size $BATCH --image-size 32 --seed 42 --deterministic --workers "$workers")
-  PYTHONPATH=$BIN/report timeout 600 "$MPIEXEC" -n 1 "$py" "$SCRIPT" "$T/mnt0/train" "${args[@]}" \
-    : -n 1 "$py" "$SCRIPT" "$T/mnt1/train" "${args[@]}" >"$T/train-$case.log" 2>&1 ||
+  val=(); [[ $workers -gt 1 ]] && val=(--val-data)
+  PYTHONPATH=$BIN/report timeout 600 "$MPIEXEC" -n 1 "$py" "$SCRIPT" "$T/mnt0/train" "${args[@]}" ${val:+"${val[@]}" "$T/mnt0/val"} \
+    : -n 1 "$py" "$SCRIPT" "$T/mnt1/train" "${args[@]}" ${val:+"${val[@]}" "$T/mnt1/val"} >"$T/train-$case.log" 2>&1 ||
     { echo "FAIL $case: training"; tail -20 "$T/train-$case.log"; fail=1; }
   sleep 1  # inotify reports opens after the fact
   for r in 0 1; do cp "$T/mnt$r/.clairfs/stats.json" "$T/stats$r.json"; cp "$T/stats$r.json" "$T/stats-$case-$r.json"; done

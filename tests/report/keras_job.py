@@ -6,7 +6,8 @@ and a hash of the weights after training.
 
 usage: keras_job.py DATA_DIR OUT.json CONFIG_JSON
 CONFIG: {"steps": S or null, "epochs": E, "batch": B, "seed": N, "shuffle": bool (fit's),
-         "per_execution": compile's steps_per_execution, "workers": fit's (tf.keras 2)}
+         "per_execution": compile's steps_per_execution, "workers": fit's (tf.keras 2),
+         "val_steps": validation_steps over a second iterator of DATA_DIR}
 """
 import hashlib
 import json
@@ -52,6 +53,21 @@ def main():
         return make_batch(index_array)
 
     it._get_batches_of_transformed_samples = logged
+    extra = {"workers": cfg["workers"]} if cfg.get("workers", 1) > 1 else {}  # tf.keras 2
+    val_loads = []
+    if cfg.get("val_steps"):
+        # validation_data a second iterator over the same files, validation_steps more than
+        # its batches (Horovod's Keras ImageNet example: 3 x len // ranks)
+        vit = tf.keras.preprocessing.image.ImageDataGenerator(rescale=1.0 / 255).flow_from_directory(
+            data, target_size=(8, 8), batch_size=cfg.get("batch", 4), seed=cfg.get("seed", 1))
+        make_val = vit._get_batches_of_transformed_samples
+
+        def val_logged(index_array):
+            val_loads.append([pass_of(sys._getframe(1), passes), [int(j) for j in index_array]])
+            return make_val(index_array)
+
+        vit._get_batches_of_transformed_samples = val_logged
+        extra.update(validation_data=vit, validation_steps=cfg["val_steps"])
     layers = tf.keras.layers
     model = tf.keras.Sequential([
         tf.keras.Input(shape=(8, 8, 3)),
@@ -62,14 +78,13 @@ def main():
     model.compile(optimizer=tf.keras.optimizers.SGD(learning_rate=0.1),
                   loss=tf.keras.losses.CategoricalCrossentropy(from_logits=True),
                   steps_per_execution=cfg.get("per_execution", 1))
-    extra = {"workers": cfg["workers"]} if cfg.get("workers", 1) > 1 else {}  # tf.keras 2
     hist = model.fit(it, steps_per_epoch=cfg.get("steps"), epochs=cfg.get("epochs", 3),
                      shuffle=cfg.get("shuffle", True), verbose=0, **extra)
     h = hashlib.blake2b(digest_size=16)
     for w in model.get_weights():
         h.update(np.ascontiguousarray(w).tobytes())
     result = {"pid": os.getpid(), "keras": tf.keras.__version__ if hasattr(tf.keras, "__version__")
-              else "", "len": len(it), "batch": it.batch_size, "loads": loads,
+              else "", "len": len(it), "batch": it.batch_size, "loads": loads, "val_loads": val_loads,
               "loss": [float(x) for x in hist.history["loss"]], "weights": h.hexdigest(),
               "filepaths": [os.path.relpath(p, data) for p in it.filepaths]}
     with open(out, "w") as f:

@@ -164,6 +164,43 @@ class Keras(Jobs):
                         batches.append(b)
                         order = order[len(b):]
 
+    def test_orders_enqueued_validation(self):
+        # tf.keras 2's fit(workers=2, validation_data=another iterator, validation_steps=9)
+        # over 6 batches: each evaluation's enqueuer reads a whole pass (unshuffled: batch b
+        # is index_array[b*4:(b+1)*4]), on_epoch_end redraws index_array, and it reads 3 more
+        # batches of a second pass. Both passes are reported as the validation's epoch, the
+        # second as more of it (the 12 batches its queue may read past the steps cover it).
+        for py in PYTHONS:
+            if self.keras3(py):
+                continue  # Keras 3's fit has no workers
+            with self.subTest(py=py):
+                d = FakeDaemon()
+                try:
+                    r = self.job(py, {"steps": 4, "epochs": 2, "batch": BATCH, "seed": 3,
+                                      "workers": 2, "val_steps": 9}, d)
+                finally:
+                    d.close()
+                self.assertEqual((d.errors, r["stderr"]), ([], ""))
+                pid, n = r["pid"], len(r["filepaths"])
+                streams = {}
+                for (p, t, s, e), idx in d.orders.items():
+                    if p == pid:
+                        streams.setdefault(s, {})[e] = idx
+                self.assertEqual(len(streams), 2)
+                val = streams[max(streams)]  # numbered as first read: training's is first
+                self.assertEqual(sorted(val), [0, 1])
+                self.assertEqual(d.more_segments, 2)  # one per evaluation
+                passes = {}
+                for tag, idx in r["val_loads"]:
+                    passes.setdefault(tag, []).append(tuple(idx))
+                for e, order in val.items():
+                    first, second = order[:n], order[n:]
+                    self.assertEqual((sorted(first), sorted(second)), (list(range(n)),) * 2)
+                    # The second pass's first 3 batches were loaded in the evaluation.
+                    loaded = set(b for bs in passes.values() for b in bs)
+                    for b in range(3):
+                        self.assertIn(tuple(second[b * BATCH:(b + 1) * BATCH]), loaded, (py, e))
+
     def test_same_results(self):
         # With steps_per_epoch = len the job is deterministic; the reporter changes nothing.
         # (Below len it is not, reporter or not: the generator's read-ahead past the epoch

@@ -142,22 +142,55 @@ def _patch_enqueuer(data_utils):
         return False
     orig_run = E._run
 
+    orig_send = E._send_sequence
+
     @functools.wraps(orig_run)
     def _run(self):
         w = guard.call(_take_expected, self)
         try:
             if w is not None:
-                if getattr(self, "shuffle", False):
+                w.shuffled = bool(getattr(self, "shuffle", False))
+                _tls.enqueued = w
+                if w.shuffled:
                     _tls.watch = w
                 else:
                     guard.call(_report, w, None)
             return orig_run(self)
         finally:
-            _tls.watch = None
+            _tls.watch = _tls.enqueued = None
+
+    @functools.wraps(orig_send)
+    def _send_sequence(self, *args, **kwargs):
+        # _run calls it as it starts and after each pass's on_epoch_end, before the next draw
+        out = orig_send(self, *args, **kwargs)
+        w = getattr(_tls, "enqueued", None)
+        if w is not None:
+            guard.call(_next_pass, w)
+        return out
 
     E._run = _run
+    E._send_sequence = _send_sequence
     _swap_random(data_utils)
     return True
+
+
+def _next_pass(w):
+    """The enqueuer's thread starts another pass: one the epoch still reads from (an epoch of
+    more steps than the Sequence has batches, as validation_steps often is) is reported as
+    more of that epoch; a pass begun after the epoch's steps is read only up to the queue's
+    depth before fit stops it, and is not reported."""
+    if w.left is None:
+        return  # _run's first call: the pass is not drawn yet
+    if w.left <= 0:
+        _tls.enqueued = None
+        return
+    nxt = _Pass(w.adapter, w.seq)
+    nxt.shape, nxt.past, nxt.shuffled, nxt.left, nxt.more = w.shape, w.past, w.shuffled, w.left, True
+    _tls.enqueued = nxt
+    if nxt.shuffled:
+        _tls.watch = nxt
+    else:
+        _report(nxt, None)
 
 
 _expected = {}  # id(Sequence) -> the _Pass its next OrderedEnqueuer reports
@@ -254,7 +287,7 @@ class _Pass:
     batches an epoch takes, `arrays` [(first batch position, index_array)] the arrays the
     batches from each position on read (the last one: every batch not begun yet)."""
     __slots__ = ("adapter", "seq", "started", "order", "pos", "per_epoch", "arrays", "table",
-                 "shape", "past")
+                 "shape", "past", "shuffled", "left", "more")
 
     def __init__(self, adapter, seq):
         self.adapter, self.seq = adapter, seq
@@ -262,6 +295,9 @@ class _Pass:
         self.order = None
         self.shape = (0, 1)  # the LOADER's workers, prefetch_factor: one thread, in order
         self.past = 0  # batches read past an epoch's steps (an enqueuer's), reported with it
+        # An enqueuer's: whether it draws its passes, the epoch's batches still to read after
+        # this pass once reported, whether this pass is more of an epoch already reported.
+        self.shuffled, self.left, self.more = False, None, False
 
 
 def _watch(gen, adapter, seq, shuffled):
@@ -318,7 +354,11 @@ def _report_locked(w, batch_order):
     adapter, seq = w.adapter, w.seq
     epoch = adapter.__dict__.get(_EPOCHS, 0)
     rec = adapter.__dict__.get(_STREAM)
-    if rec is not None and epoch <= rec[1]:
+    if w.more:
+        if rec is None:
+            return
+        epoch = rec[1]  # another segment of the epoch reported last
+    elif rec is not None and epoch <= rec[1]:
         return  # a second pass begun within one epoch (not fit's way): not reported
     index_array = seq.index_array
     if index_array is None:
@@ -332,7 +372,13 @@ def _report_locked(w, batch_order):
     n_batches = len(seq)
     if batch_order is None:
         batch_order = range(n_batches)
-    per_epoch = _batches_per_epoch(adapter, len(batch_order))
+    if w.more:
+        per_epoch = min(w.left, len(batch_order))
+        w.left -= per_epoch
+    else:
+        per_epoch = _batches_per_epoch(adapter, len(batch_order))
+        if w.shape[0] > 0:  # an enqueuer's: an epoch of more steps reads on in its next pass
+            w.left = (adapter.__dict__.get(_STEPS) or per_epoch) - per_epoch
     bs = int(seq.batch_size)
     samples = index_array.tolist() if hasattr(index_array, "tolist") else list(index_array)
     flat = array("I")
