@@ -7,6 +7,7 @@ is a *learned* table: the files each index opens are learned where it is fetched
 (clairfs_report.learn). A table lives in this process's registry as long as its dataset.
 Single-thread use (the thread that starts the loader's epochs).
 """
+import operator
 import os
 import weakref
 from itertools import chain
@@ -50,6 +51,15 @@ def map_indices(flat, maps):
             m = m.tolist()
         flat = list(map(m.__getitem__, flat))
     return flat
+
+
+def index_of(key):
+    """A dataset key as a table index (int in [0, 2^32)), or None: a name, a float, negative."""
+    try:
+        i = operator.index(key)
+    except TypeError:
+        return None
+    return i if 0 <= i < 1 << 32 else None
 
 
 def sample_paths(ds):

@@ -13,6 +13,7 @@ Every hook body runs under guard.call: a failure turns the reporter off, never t
 Single-thread, as torch's iterators are.
 """
 import functools
+import operator
 import os
 import weakref
 from array import array
@@ -204,24 +205,19 @@ def _report(ep, whole):
     if loader is None:
         return
     rec = _streams.get(loader)
+    if whole is None:
+        indices = _indices(_predict(ep.sampler), False, ep.maps) if ep.plan == "predict" \
+            else None
+    else:
+        indices = _indices(whole, type(ep.sampler) is _BATCH, ep.maps)
+    if indices is None:  # an epoch not reported still counts
+        if rec is not None:
+            rec[1] += 1
+        return
     if rec is None:
         rec = _streams[loader] = [tables.new_stream(), 0]
     epoch = rec[1]
     rec[1] += 1
-    if whole is None:
-        if ep.plan != "predict":
-            return
-        flat = _predict(ep.sampler)
-    elif type(ep.sampler) is _BATCH:
-        flat = tables.flatten(whole)
-    else:
-        flat = whole
-    if ep.maps:
-        flat = tables.map_indices(flat, ep.maps)
-    try:
-        indices = array("I", flat)
-    except TypeError:  # e.g. 0-d tensors from a SubsetRandomSampler over a tensor
-        indices = array("I", map(int, flat))
     s = ep.sampler.sampler if type(ep.sampler) is _BATCH else ep.sampler
     if hasattr(s, "num_replicas") and hasattr(s, "rank"):
         channel.hello_context.update(rank=s.rank, world_size=s.num_replicas)
@@ -237,6 +233,22 @@ def _report(ep, whole):
         ep.flat = indices
     for root in table.roots:
         channel.send(root, frames)
+
+
+def _indices(items, batched, maps):
+    """The epoch (its sampler's items: batches if batched) as table indices, an array('I');
+    None where one is not a table index: the key of a dataset indexed otherwise (a name, a
+    float), negative, 2^32 or more."""
+    def flat():
+        f = tables.flatten(items) if batched else items
+        return tables.map_indices(f, maps) if maps else f
+    try:
+        try:
+            return array("I", flat())
+        except TypeError:  # Python < 3.10 does not take __index__: 0-d tensors, numpy ints
+            return array("I", map(operator.index, flat()))
+    except (TypeError, OverflowError, IndexError):
+        return None
 
 
 def _shape(loader):
