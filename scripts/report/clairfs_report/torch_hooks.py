@@ -254,8 +254,10 @@ def _indices(items, batched, maps):
 def _shape(loader):
     """(batch size, workers, prefetch factor) of a DataLoader, or None if not plain ints."""
     batch = getattr(loader, "batch_size", None)
-    if batch is None:  # a batch_sampler of the caller's
-        batch = getattr(getattr(loader, "batch_sampler", None), "batch_size", None)
+    if batch is None:
+        sampler = getattr(loader, "batch_sampler", None)
+        # a batch_sampler of the caller's, or batch_size=None: one sample at a time
+        batch = 1 if sampler is None else getattr(sampler, "batch_size", None)
     workers = getattr(loader, "num_workers", 0)
     factor = getattr(loader, "prefetch_factor", None)
     if factor is None:  # torch 2.x with no workers
