@@ -156,11 +156,14 @@ def fetch_one(fetcher, idx, learner, orig):
 def _send(key, records):
     by_root = {}
     for _, index, files in records:
+        index = tables.index_of(index)
+        if index is None:
+            continue  # a key of a dataset indexed otherwise: no table entry to file it under
         per = {}
         for root, rel in files:
             per.setdefault(root, {})[rel] = None  # dedupe, keep first-open order
         for root, rels in per.items():
             by_root.setdefault(root, []).append(
-                (int(index), [wire.path_bytes(r) for r in rels]))
+                (index, [wire.path_bytes(r) for r in rels]))
     for root, recs in by_root.items():
         channel.send(root, wire.table_files(key, recs))

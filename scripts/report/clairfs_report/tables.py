@@ -1,12 +1,14 @@
 """Datasets as tables: index -> file(s), keyed for the daemon (docs/report.md).
 
 A dataset with a `.samples` (or `.imgs`) list of (path, target), as torchvision's
-ImageFolder/DatasetFolder, is a *paths* table: its paths go out once as TABLE_PATHS. A
-torch Subset is seen through to its dataset (its indices mapped). Any other map-style dataset
+ImageFolder/DatasetFolder, is a *paths* table: its paths go out once as TABLE_PATHS, and so
+is a ConcatDataset of such (or of Subsets of such). A torch Subset is seen through to its
+dataset (its indices mapped). Any other map-style dataset
 is a *learned* table: the files each index opens are learned where it is fetched
 (clairfs_report.learn). A table lives in this process's registry as long as its dataset.
 Single-thread use (the thread that starts the loader's epochs).
 """
+import operator
 import os
 import weakref
 from itertools import chain
@@ -52,7 +54,20 @@ def map_indices(flat, maps):
     return flat
 
 
+def index_of(key):
+    """A dataset key as a table index (int in [0, 2^32)), or None: a name, a float, negative."""
+    try:
+        i = operator.index(key)
+    except TypeError:
+        return None
+    return i if 0 <= i < 1 << 32 else None
+
+
 def sample_paths(ds):
+    """The file of each index of a dataset, or None if it is not a paths table."""
+    from torch.utils.data import ConcatDataset
+    if isinstance(ds, ConcatDataset) and type(ds).__getitem__ is ConcatDataset.__getitem__:
+        return _concat_paths(ds.datasets)
     samples = getattr(ds, "samples", None)
     if not isinstance(samples, list):
         samples = getattr(ds, "imgs", None)
@@ -65,6 +80,23 @@ def sample_paths(ds):
     if all(isinstance(p, (str, bytes, os.PathLike)) for p in paths):
         return paths
     return None
+
+
+def _concat_paths(members):
+    """A ConcatDataset's files: its members' in turn, if each is a paths table (or a Subset
+    of one) exactly as long as the dataset; else None (learned)."""
+    paths = []
+    for member in members:
+        inner, maps = subset_chain(member)
+        part = sample_paths(inner)
+        if part is None:
+            return None
+        for m in reversed(maps):  # innermost first: part[i] is member[i]'s file
+            part = [part[j] for j in (m.tolist() if hasattr(m, "tolist") else m)]
+        if len(part) != len(member):
+            return None
+        paths += part
+    return paths
 
 
 def _path_attrs(ds):

@@ -5,16 +5,19 @@ patch(dataloader module) wraps, after the original ran:
     Recorder when the sampler is one of torch's own whose iteration draws all its randomness
     at its start (exact types; a subclass may draw lazily). On the Recorder's first __next__,
     the moment torch would first draw, it materialises the whole epoch from the same
-    iterator (same generators, same moment), reports it, then hands out the same items. Any
-    other sampler is left untouched and not reported.
+    iterator (same generators, same moment), reports it, then hands out the same items. It
+    never takes more than the sampler's length says (at most MAX_EPOCH samples), so a
+    sampler too long for that is left alone, as is any other sampler: not reported.
   - _MapDatasetFetcher.fetch: learns the files each index opens (clairfs_report.learn).
 Every hook body runs under guard.call: a failure turns the reporter off, never the job.
 Single-thread, as torch's iterators are.
 """
 import functools
+import operator
 import os
 import weakref
 from array import array
+from itertools import chain, islice
 
 from . import channel, guard, learn, tables, wire
 
@@ -22,6 +25,7 @@ _streams = weakref.WeakKeyDictionary()  # DataLoader -> [stream id, epochs start
 _EAGER = ()        # sampler types drawing everything at the first draw
 _RANDOM = None     # RandomSampler: eager only with its own generator (see _plan)
 _BATCH = None
+MAX_EPOCH = 1 << 24  # samples; a longer epoch (64 MiB of ORDER) is not materialised
 
 
 def patch(module):
@@ -91,16 +95,22 @@ def _plan(index_sampler):
     if type(s) is _BATCH:
         s = s.sampler
     t = type(s)
+    if t not in _EAGER and t is not _RANDOM:
+        return None
+    try:
+        if len(s) > MAX_EPOCH:  # these types' lengths are exact
+            return None  # e.g. RandomSampler(replacement=True, num_samples=10**12)
+    except Exception:  # a dataset without a usable __len__: torch's own draw will say
+        return None
     if t in _EAGER:
         return "eager"
-    if t is _RANDOM:
-        if s.generator is None:
-            return "eager"  # its own generator, seeded from the global one at the first draw
-        # On a shared generator it draws lazily (a trailing randperm at the end of the
-        # epoch): predict from a copy of the generator instead, if the order is the first
-        # permutation alone.
-        if not s.replacement and s.num_samples <= len(s.data_source):
-            return "predict"
+    if s.generator is None:
+        return "eager"  # its own generator, seeded from the global one at the first draw
+    # On a shared generator it draws lazily (a trailing randperm at the end of the
+    # epoch): predict from a copy of the generator instead, if the order is the first
+    # permutation alone.
+    if not s.replacement and s.num_samples <= len(s.data_source):
+        return "predict"
     return None
 
 
@@ -119,21 +129,22 @@ def _wrap(it, loader):
     table = tables.table_for(base)
     if table is None:
         return
-    it._sampler_iter = Recorder(inner, _Epoch(loader, index_sampler, plan, table, maps,
-                                              getattr(it, "_num_workers", 0),
-                                              getattr(it, "_base_seed", None), id(base)))
+    ep = _Epoch(loader, index_sampler, plan, table, maps, getattr(it, "_num_workers", 0),
+                getattr(it, "_base_seed", None), id(base))
+    ep.count = len(index_sampler)  # items (batches for a BatchSampler) it will yield
+    it._sampler_iter = Recorder(inner, ep)
 
 
 class _Epoch:
     """What a Recorder reports about: one epoch of one loader over one table."""
     __slots__ = ("loader", "sampler", "plan", "table", "maps", "workers", "base_seed",
-                 "base_id", "flat")
+                 "base_id", "flat", "count")
 
     def __init__(self, loader, sampler, plan, table, maps, workers, base_seed, base_id):
         self.loader = weakref.ref(loader)
         self.sampler, self.plan, self.table, self.maps = sampler, plan, table, maps
         self.workers, self.base_seed, self.base_id = workers, base_seed, base_id
-        self.flat = None
+        self.flat, self.count = None, 0
 
 
 class Recorder:
@@ -151,9 +162,16 @@ class Recorder:
         if items is None:
             ep = self._epoch
             if ep.plan == "eager" and not guard.off:
-                whole = list(self._inner)  # the job's own draws, at the moment torch draws
-                guard.call(_report, ep, whole)
-                self._items = items = iter(whole)
+                # The job's own draws, at the moment torch draws; never past the length
+                # _plan checked (+1: a sampler yielding more is handed on, not reported).
+                limit = ep.count + 1
+                whole = list(islice(self._inner, limit))
+                if len(whole) < limit:
+                    guard.call(_report, ep, whole)
+                    items = iter(whole)
+                else:
+                    items = chain(whole, self._inner)
+                self._items = items
             else:
                 if not guard.off:
                     guard.call(_report, ep, None)
@@ -187,24 +205,19 @@ def _report(ep, whole):
     if loader is None:
         return
     rec = _streams.get(loader)
+    if whole is None:
+        indices = _indices(_predict(ep.sampler), False, ep.maps) if ep.plan == "predict" \
+            else None
+    else:
+        indices = _indices(whole, type(ep.sampler) is _BATCH, ep.maps)
+    if indices is None:  # an epoch not reported still counts
+        if rec is not None:
+            rec[1] += 1
+        return
     if rec is None:
         rec = _streams[loader] = [tables.new_stream(), 0]
     epoch = rec[1]
     rec[1] += 1
-    if whole is None:
-        if ep.plan != "predict":
-            return
-        flat = _predict(ep.sampler)
-    elif type(ep.sampler) is _BATCH:
-        flat = tables.flatten(whole)
-    else:
-        flat = whole
-    if ep.maps:
-        flat = tables.map_indices(flat, ep.maps)
-    try:
-        indices = array("I", flat)
-    except TypeError:  # e.g. 0-d tensors from a SubsetRandomSampler over a tensor
-        indices = array("I", map(int, flat))
     s = ep.sampler.sampler if type(ep.sampler) is _BATCH else ep.sampler
     if hasattr(s, "num_replicas") and hasattr(s, "rank"):
         channel.hello_context.update(rank=s.rank, world_size=s.num_replicas)
@@ -222,11 +235,29 @@ def _report(ep, whole):
         channel.send(root, frames)
 
 
+def _indices(items, batched, maps):
+    """The epoch (its sampler's items: batches if batched) as table indices, an array('I');
+    None where one is not a table index: the key of a dataset indexed otherwise (a name, a
+    float), negative, 2^32 or more."""
+    def flat():
+        f = tables.flatten(items) if batched else items
+        return tables.map_indices(f, maps) if maps else f
+    try:
+        try:
+            return array("I", flat())
+        except TypeError:  # Python < 3.10 does not take __index__: 0-d tensors, numpy ints
+            return array("I", map(operator.index, flat()))
+    except (TypeError, OverflowError, IndexError):
+        return None
+
+
 def _shape(loader):
     """(batch size, workers, prefetch factor) of a DataLoader, or None if not plain ints."""
     batch = getattr(loader, "batch_size", None)
-    if batch is None:  # a batch_sampler of the caller's
-        batch = getattr(getattr(loader, "batch_sampler", None), "batch_size", None)
+    if batch is None:
+        sampler = getattr(loader, "batch_sampler", None)
+        # a batch_sampler of the caller's, or batch_size=None: one sample at a time
+        batch = 1 if sampler is None else getattr(sampler, "batch_size", None)
     workers = getattr(loader, "num_workers", 0)
     factor = getattr(loader, "prefetch_factor", None)
     if factor is None:  # torch 2.x with no workers
