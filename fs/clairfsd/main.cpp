@@ -19,6 +19,7 @@
 #include "fs/cache/ram_cache.hpp"
 #include "fs/clairfsd/prefetch_setup.hpp"
 #include "fs/clairfsd/report_setup.hpp"
+#include "fs/clairfsd/settings_diagnosis.hpp"
 #include "fs/config/config_loader.hpp"
 #include "fs/dist/cluster.hpp"
 #include "fs/dist/path_template.hpp"
@@ -266,8 +267,11 @@ int main(int argc, char** argv) {
             (job->shared_stream ? ", local readers of one shared stream [" : ", local ranks [") +
             ranks + "], budget " + std::to_string(job->config.budget_bytes) + " bytes" +
             (planner->batch_mode() ? "; batch mode (the batch order is unknowable)" : ""));
-    fs::PrefetchEngineOptions& eo = config.prefetch_engine;
+    fs::PrefetchEngineOptions eo = config.prefetch_engine;
     eo.sampler = config.prefetch_sampler;
+    // Lost in the first epoch: which setting most likely differs, said once.
+    eo.diagnose =
+        fs::SettingsDiagnoser(config, manifest, job->node, static_cast<uint64_t>(cluster.size()));
     engine = std::make_unique<fs::PrefetchEngine>(std::move(planner), std::move(job->in_dataset),
                                                   manifest, &source, &cache, &stats, &pusher, eo);
     order = job->order;

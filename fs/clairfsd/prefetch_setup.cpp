@@ -105,8 +105,6 @@ std::function<Result<std::vector<uint32_t>>(uint64_t, uint64_t)> PredictedFiles(
 
 Result<PrefetchJob> BuildPrefetchJob(const Config& config, const format::Manifest& manifest,
                                      uint64_t node, uint64_t nodes) {
-  auto spec = OrderSpecFromConfig(config);
-  if (!spec.ok()) return spec.status();
   auto root = manifest.Resolve(config.prefetch_root);
   if (!root.ok() || !manifest.IsDirectory(*root)) {
     return Status::InvalidArgument("prefetch_root: '" + config.prefetch_root +
@@ -114,7 +112,15 @@ Result<PrefetchJob> BuildPrefetchJob(const Config& config, const format::Manifes
   }
   auto listing = ListingFromManifest(manifest, *root);
   if (!listing.ok()) return listing.status();
-  auto order = pf::ReadOrder::Build(*spec, &*listing);
+  return BuildPrefetchJobOver(config, manifest, *listing, node, nodes);
+}
+
+Result<PrefetchJob> BuildPrefetchJobOver(const Config& config, const format::Manifest& manifest,
+                                         const pf::Listing& listing, uint64_t node, uint64_t nodes,
+                                         const PrefetchJob* like) {
+  auto spec = OrderSpecFromConfig(config);
+  if (!spec.ok()) return spec.status();
+  auto order = pf::ReadOrder::Build(*spec, &listing);
   if (!order.ok()) return order.status();
 
   PrefetchJob job;
@@ -124,17 +130,24 @@ Result<PrefetchJob> BuildPrefetchJob(const Config& config, const format::Manifes
   if (!job.order->has_paths()) {
     return Status::InvalidArgument("prefetch_order_file: an index order file needs the listing");
   }
-  const std::string base = config.prefetch_root.empty() ? "" : config.prefetch_root + "/";
-  job.input.file_of_index.assign(dataset.size(), pf::kNoFile);
-  job.in_dataset.assign(manifest.node_count(), 0);
-  for (uint64_t i = 0; i < dataset.size(); ++i) {
-    auto n = manifest.Resolve(base + dataset.paths[i]);
-    if (!n.ok() || manifest.IsDirectory(*n)) {
-      if (job.missing_files++ == 0) job.first_missing = base + dataset.paths[i];
-      continue;
+  if (like != nullptr && like->order->dataset().paths == dataset.paths) {
+    job.input.file_of_index = like->input.file_of_index;
+    job.in_dataset = like->in_dataset;
+    job.missing_files = like->missing_files;
+    job.first_missing = like->first_missing;
+  } else {
+    const std::string base = config.prefetch_root.empty() ? "" : config.prefetch_root + "/";
+    job.input.file_of_index.assign(dataset.size(), pf::kNoFile);
+    job.in_dataset.assign(manifest.node_count(), 0);
+    for (uint64_t i = 0; i < dataset.size(); ++i) {
+      auto n = manifest.Resolve(base + dataset.paths[i]);
+      if (!n.ok() || manifest.IsDirectory(*n)) {
+        if (job.missing_files++ == 0) job.first_missing = base + dataset.paths[i];
+        continue;
+      }
+      job.input.file_of_index[i] = *n;
+      job.in_dataset[*n] = 1;
     }
-    job.input.file_of_index[i] = *n;
-    job.in_dataset[*n] = 1;
   }
   if (dataset.size() > 0 && job.missing_files == dataset.size()) {
     return Status::InvalidArgument(

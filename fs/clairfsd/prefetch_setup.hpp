@@ -61,5 +61,13 @@ std::function<Result<std::vector<uint32_t>>(uint64_t rank, uint64_t epoch)> Pred
 // `node` of `nodes` daemons. config.prefetch_sampler must not be "none".
 Result<PrefetchJob> BuildPrefetchJob(const Config& config, const format::Manifest& manifest,
                                      uint64_t node, uint64_t nodes);
+// The same over `listing`, the files under config.prefetch_root
+// (ListingFromManifest), for a caller that builds several jobs over one root
+// (DiagnoseSettings). `like`, if not null, is a job over the same root: when
+// the new job's dataset names the same paths in the same order, its map to
+// manifest nodes is taken instead of resolving every path again.
+Result<PrefetchJob> BuildPrefetchJobOver(const Config& config, const format::Manifest& manifest,
+                                         const prefetch::Listing& listing, uint64_t node,
+                                         uint64_t nodes, const PrefetchJob* like = nullptr);
 
 }  // namespace clairfs::fs

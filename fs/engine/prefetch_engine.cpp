@@ -235,6 +235,7 @@ void PrefetchEngine::Run(std::stop_token stop) {
     wants_room_.store(plan.fetch.empty() && plan.room_bound, std::memory_order_relaxed);
     if (plan.fetch.empty()) {
       planner->Maintain();
+      MaybeDiagnose(*planner);
       MutexLock lock(&mu_);
       if (!stop.stop_requested()) {
         work_cv_.WaitUntil(&lock, std::chrono::steady_clock::now() + options_.idle_poll);
@@ -255,6 +256,22 @@ void PrefetchEngine::Run(std::stop_token stop) {
       Fetch(*planner, plan.fetch[i]);
     }
   }
+}
+
+void PrefetchEngine::MaybeDiagnose(const pf::Planner& planner) {
+  if (!options_.diagnose || diagnosed_.load(std::memory_order_relaxed)) return;
+  {
+    MutexLock lock(&planner_mu_);
+    if (replacements_ != 0) {
+      diagnosed_.store(true);  // the job's report is followed: nothing to diagnose
+      return;
+    }
+  }
+  std::optional<std::vector<pf::FileId>> opens = planner.FirstEpochLoss();
+  if (!opens || diagnosed_.exchange(true)) return;
+  std::string found = options_.diagnose(*opens);
+  MutexLock lock(&planner_mu_);
+  likely_wrong_ = std::move(found);
 }
 
 void PrefetchEngine::Fetch(pf::Planner& planner, pf::FileId file) {

@@ -100,6 +100,12 @@ struct PrefetchEngineOptions {
   std::chrono::milliseconds idle_poll{20};  // a thread with nothing to do sleeps this long at most
   std::string sampler;                      // where the order comes from, for stats.json
   std::string reason;  // why the configured settings are not followed (stats.json), if so
+  // Optional: called once, by a fetch thread, when the planner the engine
+  // started with lost the job's order in its first epoch
+  // (Planner::FirstEpochLoss), with the job's first opens; returns
+  // stats.json's prefetch.likely_wrong ("" when nothing is named). Not
+  // called once the planner was replaced (the job reports its order).
+  std::function<std::string(const std::vector<prefetch::FileId>& opens)> diagnose;
   // Where time is read: how long an open waited, when a refused push is tried
   // again. Not owned; must outlive the engine.
   const clairfs::Clock* clock = &clairfs::SteadyClock::Instance();
@@ -172,6 +178,9 @@ class PrefetchEngine final : public OpenObserver, public FileOwner {
   // read-ahead (prefetch::ReadAheadWarning).
   void WarnIfShortOfReadAhead(const prefetch::Planner& planner);
   void Observe(uint32_t node, bool answering);
+  // Runs options_.diagnose once, when `planner` (the first) lost the order
+  // in its first epoch. On a fetch thread, holding no lock while it runs.
+  void MaybeDiagnose(const prefetch::Planner& planner);
   void Run(std::stop_token stop);
   void Fetch(prefetch::Planner& planner, prefetch::FileId file);
   // Drops `files` from the RAM cache if `planner` still decides.
@@ -203,6 +212,9 @@ class PrefetchEngine final : public OpenObserver, public FileOwner {
   // The open counts of the planners replaced so far, added to the current one's.
   prefetch::PlannerStats retired_ CLAIRFS_GUARDED_BY(planner_mu_);
   uint64_t replacements_ CLAIRFS_GUARDED_BY(planner_mu_) = 0;
+  // options_.diagnose's answer (stats.json: prefetch.likely_wrong).
+  std::string likely_wrong_ CLAIRFS_GUARDED_BY(planner_mu_);
+  std::atomic<bool> diagnosed_{false};  // options_.diagnose was called (or never will be)
   const std::vector<uint8_t> in_dataset_;
   const uint64_t mean_file_bytes_;
   std::atomic<bool> warned_read_ahead_{false};

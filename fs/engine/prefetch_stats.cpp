@@ -63,16 +63,19 @@ void PrefetchEngine::WriteStats(clairfs::JsonWriter& w) const {
   const prefetch::PlannerStats& p = s.planner;
   std::shared_ptr<prefetch::Planner> planner;
   std::string sampler;
+  std::string likely_wrong;
   uint64_t replacements = 0;
   LoaderOf loader_of;
   {
     MutexLock lock(&planner_mu_);
     planner = planner_;
     sampler = sampler_;
+    likely_wrong = likely_wrong_;
     replacements = replacements_;
     loader_of = loader_of_;
   }
   w.String("sampler", sampler).Bool("enabled", p.enabled).Bool("lost", p.lost);
+  w.String("likely_wrong", likely_wrong);
   if (!options_.reason.empty()) w.String("reason", options_.reason);
   w.Integer("planners_replaced", replacements);
   const prefetch::PlannerConfig& job = planner->config();

@@ -25,6 +25,10 @@ Result<std::unique_ptr<Planner>> Planner::Create(PlannerConfig config, PlannerIn
     p->Extend(&lock);
     const bool none = p->batches_ ? p->batches_->empty() : p->stream_.empty();
     if (none && !p->order_error_.ok()) return p->order_error_;
+    if (!p->batches_ && !p->stream_.empty()) {
+      p->first_epoch_entries_ =
+          (p->stream_.first_epoch_end() - p->stream_.begin_step()) * p->shape_.ranks;
+    }
   }
   return p;
 }
@@ -109,6 +113,7 @@ OpenResult Planner::OnOpen(FileId file) {
     return r;
   }
   NoteReopen(false);
+  if (first_opens_.size() < kFirstOpens) first_opens_.push_back(file);
   if (found == kNever && order_pending_) {
     // The order of the epoch being started is not reported yet: an open
     // nothing could foresee, and no sign that the prediction is wrong.
@@ -397,6 +402,13 @@ void Planner::ComputeLead(PlannerStats* s) const {
   uint64_t min_head = *std::min_element(head_.begin(), head_.end());
   reach /= shape_.ranks;
   s->lead_steps = reach > min_head ? reach - min_head : 0;
+}
+
+std::optional<std::vector<FileId>> Planner::FirstEpochLoss() const {
+  MutexLock lock(&mu_);
+  const uint64_t need = std::min<uint64_t>(kFirstOpens, first_epoch_entries_);
+  if (!lost_early_ || need == 0 || first_opens_.size() < need) return std::nullopt;
+  return first_opens_;
 }
 
 std::vector<RankPosition> Planner::Positions() const {

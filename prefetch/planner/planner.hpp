@@ -147,6 +147,15 @@ class Planner {
   void Maintain() CLAIRFS_EXCLUDES(mu_);
 
   PlannerStats Stats() const CLAIRFS_EXCLUDES(mu_);
+  // The job's first opens the planner sought in its order (repeats left out,
+  // oldest first, at most kFirstOpens), once it lost the order in its first
+  // epoch - a resync failed before the opens seen outnumbered the node's
+  // entries of start_epoch - and has seen kFirstOpens of them (or the whole
+  // first epoch, when shorter); nullopt otherwise, and in batch mode. The
+  // daemon checks its settings against them (DiagnoseSettings). O(1) but the
+  // copy.
+  std::optional<std::vector<FileId>> FirstEpochLoss() const CLAIRFS_EXCLUDES(mu_);
+  static constexpr size_t kFirstOpens = 64;
   std::vector<RankPosition> Positions() const CLAIRFS_EXCLUDES(mu_);
   const PlannerShape& shape() const { return shape_; }
   const PlannerConfig& config() const { return config_; }
@@ -271,7 +280,12 @@ class Planner {
   bool resyncing_ CLAIRFS_GUARDED_BY(mu_) = false;
   bool lost_ CLAIRFS_GUARDED_BY(mu_) = false;
   bool lost_logged_ CLAIRFS_GUARDED_BY(mu_) = false;  // the warning is said once
-  uint64_t located_run_ CLAIRFS_GUARDED_BY(mu_) = 0;  // located opens in a row
+  // A resync failed within the first epoch (FirstEpochLoss).
+  bool lost_early_ CLAIRFS_GUARDED_BY(mu_) = false;
+  // The node's entries of start_epoch (steps x ranks, holes included).
+  uint64_t first_epoch_entries_ CLAIRFS_GUARDED_BY(mu_) = 0;
+  std::vector<FileId> first_opens_ CLAIRFS_GUARDED_BY(mu_);  // up to kFirstOpens
+  uint64_t located_run_ CLAIRFS_GUARDED_BY(mu_) = 0;         // located opens in a row
   // Ring over the last 2 x threshold opens: 1 = deviation.
   std::vector<uint8_t> outcomes_ CLAIRFS_GUARDED_BY(mu_);
   size_t outcome_pos_ CLAIRFS_GUARDED_BY(mu_) = 0;

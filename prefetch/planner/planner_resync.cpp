@@ -1,58 +1,12 @@
 // Planner: generating epochs ahead of the ranks, and finding the ranks again
 // after they left the predicted order.
 #include <algorithm>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "base/log.hpp"
+#include "prefetch/planner/match_epoch.hpp"
 #include "prefetch/planner/planner.hpp"
 
 namespace clairfs::prefetch {
-namespace {
-
-// Where a set of recent opens sits in one epoch's slots.
-struct Match {
-  uint64_t score = 0;  // distinct recent files found near the anchor
-  std::vector<std::pair<uint32_t, uint64_t>> entries;  // (slot, offset) per file
-};
-
-// Anchors on each occurrence of a recent file (newest file first) and counts
-// the distinct recent files that occur within `span` entries of it in any
-// slot: the local ranks move together, so a true position collects them all.
-Match MatchEpoch(const std::vector<std::vector<FileId>>& slots, const std::vector<FileId>& recent,
-                 uint64_t span) {
-  std::unordered_map<FileId, std::vector<std::pair<uint32_t, uint64_t>>> occ;
-  for (FileId f : recent) occ[f];
-  for (uint32_t g = 0; g < slots.size(); ++g) {
-    for (uint64_t k = 0; k < slots[g].size(); ++k) {
-      auto it = occ.find(slots[g][k]);
-      if (it != occ.end()) it->second.emplace_back(g, k);
-    }
-  }
-  std::vector<FileId> distinct;
-  for (auto r = recent.rbegin(); r != recent.rend(); ++r) {
-    if (std::find(distinct.begin(), distinct.end(), *r) == distinct.end()) distinct.push_back(*r);
-  }
-  Match best;
-  for (FileId anchor : distinct) {
-    for (const auto& [g0, k0] : occ[anchor]) {
-      Match m;
-      for (FileId f : distinct) {
-        for (const auto& [g, k] : occ[f]) {
-          if (k + span >= k0 && k <= k0 + span) {
-            m.entries.emplace_back(g, k);
-            ++m.score;
-            break;
-          }
-        }
-      }
-      if (m.score > best.score) best = std::move(m);
-    }
-  }
-  return best;
-}
-
-}  // namespace
 
 std::optional<uint64_t> Planner::EpochToGenerate(bool urgent) const {
   if (!config_.enabled || next_epoch_ >= order_end_) return std::nullopt;
@@ -234,9 +188,9 @@ void Planner::Resync(MutexLock* lock) {
     if (orders.ok()) candidates.push_back({e, ToFiles(*orders)});
   }
   const Candidate* best = nullptr;
-  Match best_match;
+  EpochMatch best_match;
   for (const Candidate& c : candidates) {
-    Match m = MatchEpoch(c.slots, recent, shape_.match_steps);
+    EpochMatch m = MatchEpoch(c.slots, recent, shape_.match_steps);
     if (m.score > best_match.score) {
       best_match = std::move(m);
       best = &c;
@@ -264,6 +218,7 @@ void Planner::Resync(MutexLock* lock) {
   }
   lost_ = true;
   ++resync_failures_;  // backs off the next attempt (NoteOutcome)
+  if (stats_.opens <= first_epoch_entries_) lost_early_ = true;
   if (!lost_logged_) {
     lost_logged_ = true;
     Log(LogLevel::kWarn,

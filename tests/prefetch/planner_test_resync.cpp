@@ -97,7 +97,8 @@ TEST_CASE("A jump from epoch 0 to epoch 3 is found again by a resync", "[unit][p
   pf::NodeSim sim(*planner, clock, s.sizes, Options(s));
   sim.RunEpoch(Truth(s.sampler, 0));
   CHECK(planner->Stats().deviations == 0);
-  sim.RunEpoch(Truth(s.sampler, 3));  // the job skipped epochs 1 and 2
+  CHECK_FALSE(planner->FirstEpochLoss());  // followed: nothing to diagnose
+  sim.RunEpoch(Truth(s.sampler, 3));       // the job skipped epochs 1 and 2
   RequireClean(sim.report());
   pf::PlannerStats st = planner->Stats();
   CHECK(st.resyncs == 1);
@@ -132,6 +133,7 @@ TEST_CASE("A validation pass of unrelated files: lost, then tracking resumes", "
   CHECK(st.resync_attempts >= 1);
   CHECK(st.resync_attempts <= 6);
   CHECK(planner->NextFetches(10).fetch.empty());  // lost: the caller caches reactively
+  CHECK_FALSE(planner->FirstEpochLoss());         // lost after the first epoch: not the settings
   // The validation files did not push out the prefetched start of epoch 1.
   sim.RunEpoch(Truth(s.sampler, 1));
   RequireClean(sim.report());
@@ -189,6 +191,27 @@ TEST_CASE("A reader with a different seed: deviations, lost, budget kept, no cra
   CHECK(st.resyncs == 0);
   CHECK(st.lost);
   CHECK(st.peak_used_bytes <= st.budget_bytes);
+}
+
+TEST_CASE("Lost in the first epoch: the first opens are handed out for a diagnosis",
+          "[unit][planner]") {
+  Setup s(kN, 0, 7);
+  const auto other = Truth(Setup::Sampler(kN, 42), 0);
+  std::vector<FileId> opened;  // the two ranks' epoch 0 step by step, as they read it
+  for (size_t k = 0; k < 100; ++k) {
+    for (const auto& rank : other) opened.push_back(rank[k]);
+  }
+  clairfs::FakeClock clock;
+  auto planner = s.MakePlanner(3, s.Total() / 4, clock);
+  pf::NodeSim sim(*planner, clock, s.sizes, Options(s));
+  const size_t n = pf::Planner::kFirstOpens;
+  sim.OpenSequence(std::vector<FileId>(opened.begin(), opened.begin() + 40));
+  CHECK(planner->Stats().lost);
+  CHECK_FALSE(planner->FirstEpochLoss());  // lost, but fewer opens than a diagnosis needs
+  sim.OpenSequence(std::vector<FileId>(opened.begin() + 40, opened.end()));
+  auto first = planner->FirstEpochLoss();
+  REQUIRE(first);
+  CHECK(*first == std::vector<FileId>(opened.begin(), opened.begin() + n));
 }
 
 TEST_CASE("Keras >= 3.3: opens anywhere in the read window are tracked", "[unit][planner]") {

@@ -40,7 +40,8 @@ cat >"$T/sum/stats-n1.json" <<'JSON'
 JSON
 cat >"$T/sum/stats-n2.json" <<'JSON'
 {"prefetch": {"enabled": true, "sampler": "torch-distributed", "opens": 50, "ready": 5,
- "stall_ns": 0, "deviations": 40, "lost": true, "per_epoch": [{"epoch": 0, "opens": 50, "ready": 5}]},
+ "stall_ns": 0, "deviations": 40, "lost": true, "likely_wrong": "prefetch_world_size=4",
+ "per_epoch": [{"epoch": 0, "opens": 50, "ready": 5}]},
  "report": {"settings_check": "seed: configured 1, reported 2", "first_model_error": ""}}
 JSON
 echo '{"prefetch": ' >"$T/sum/stats-n3.json"
@@ -48,9 +49,10 @@ echo '{"prefetch": ' >"$T/sum/stats-n3.json"
 grep -qx "clairfs-run: n1: prefetch followed reported: 190 of 200 opens after the first epoch ready (95.0%), 1.50 s waited, 3 deviations" "$T/sum/out" \
   && grep -qx "clairfs-run: n2: prefetch followed torch-distributed: 5 of 50 opens ready, 0.00 s waited, 40 deviations" "$T/sum/out" \
   && grep -q "clairfs-run: n2: the opens stopped following the predicted order (prefetch.lost): the prefetch settings do not match" "$T/sum/out" \
+  && grep -q "clairfs-run: n2: prefetch.likely_wrong: prefetch_world_size=4 (what the job's first opens match" "$T/sum/out" \
   && grep -qx "clairfs-run: n2: report.settings_check: seed: configured 1, reported 2" "$T/sum/out" \
-  && grep -q "clairfs-run: n3: stats unreadable: " "$T/sum/out" && [[ $(wc -l <"$T/sum/out") -eq 5 ]] \
-  && pass "the summary: ready after the first epoch, waits, deviations, lost and why, unreadable stats named" \
+  && grep -q "clairfs-run: n3: stats unreadable: " "$T/sum/out" && [[ $(wc -l <"$T/sum/out") -eq 6 ]] \
+  && pass "the summary: ready after the first epoch, waits, deviations, lost and why (the setting likely wrong), unreadable stats named" \
   || { fail "summary"; cat "$T/sum/out"; }
 
 # --- a failing command: its status, the daemon stopped, the log kept.
