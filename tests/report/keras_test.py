@@ -76,7 +76,7 @@ class Keras(Jobs):
                               "per_execution": per_execution}, d)
         finally:
             d.close()
-        self.assertEqual(d.errors, [])
+        self.assertEqual((d.errors, d.more_segments), ([], 0))  # one segment per epoch
         self.assertEqual(r["stderr"], "")
         self.assertEqual(r["len"], LEN)
         pid = r["pid"]

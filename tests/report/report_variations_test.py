@@ -93,7 +93,7 @@ class Variations(Base):
         for k in ("loaders", "files", "noise", "rand", "random"):
             self.assertEqual(on[k], off[k], k)
         self.assertEqual((on["stderr"], off["stderr"]), ("", ""))
-        self.assertEqual(d.errors, [])
+        self.assertEqual((d.errors, d.more_segments), ([], 0))  # one segment per epoch
         return d, on
 
     def files_of(self, d, table):
