@@ -62,6 +62,8 @@ std::string ReportFrameName(uint8_t type) {
       return "SETTINGS";
     case ReportFrame::kEpoch:
       return "EPOCH";
+    case ReportFrame::kGuess:
+      return "GUESS";
   }
   return "frame type " + std::to_string(type);
 }
@@ -143,7 +145,7 @@ Status ReportDecoder::Frame(ReportSink* sink) {
   const std::string name = ReportFrameName(type);
   const auto bad = [&](const std::string& why) { return Status::Corruption(at + why); };
   const auto truncated = [&] { return bad(name + " body truncated"); };
-  if (type < 1 || type > 8) return bad("unknown frame type " + std::to_string(type));
+  if (type < 1 || type > 9) return bad("unknown frame type " + std::to_string(type));
   if ((type == 1) == saw_hello_) return bad("HELLO must be the first frame");
 
   // Text lines key=value (HELLO, LOADER, SETTINGS): `number` names the
@@ -242,12 +244,17 @@ Status ReportDecoder::Frame(ReportSink* sink) {
       st = sink->OnAlias(ReportAlias{Load<uint64_t>(body), Load<uint64_t>(body + 8)});
       break;
     }
-    case ReportFrame::kOrder: {
+    case ReportFrame::kOrder:
+    case ReportFrame::kGuess: {
       if (size < 25 || (size - 25) % 4 != 0) return truncated();
       const uint8_t last = static_cast<uint8_t>(body[24]);
-      if (last > 1) return bad("ORDER last is " + std::to_string(last) + ", not 0 or 1");
-      ReportOrder m{Load<uint64_t>(body), Load<uint64_t>(body + 8), Load<uint64_t>(body + 16),
-                    last == 1, U32List(std::string_view(body + 25, size - 25))};
+      if (last > 1) return bad(name + " last is " + std::to_string(last) + ", not 0 or 1");
+      ReportOrder m{Load<uint64_t>(body),
+                    Load<uint64_t>(body + 8),
+                    Load<uint64_t>(body + 16),
+                    last == 1,
+                    U32List(std::string_view(body + 25, size - 25)),
+                    static_cast<ReportFrame>(type) == ReportFrame::kGuess};
       st = sink->OnOrder(m);
       break;
     }

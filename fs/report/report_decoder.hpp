@@ -36,6 +36,7 @@ enum class ReportFrame : uint8_t {
   kLoader = 6,
   kSettings = 7,
   kEpoch = 8,
+  kGuess = 9,
 };
 // "HELLO", "TABLE_PATHS", ...; "frame type N" for anything else.
 std::string ReportFrameName(uint8_t type);
@@ -143,12 +144,15 @@ struct ReportAlias {
   uint64_t table = 0;
 };
 
+// ORDER, or GUESS (the same layout): the next epoch's likely order, which
+// the daemon may prefetch from until that epoch's ORDER arrives.
 struct ReportOrder {
   uint64_t table = 0;
   uint64_t stream = 0;
   uint64_t epoch = 0;
   bool last = false;
   U32List indices;
+  bool guess = false;  // a GUESS frame
 };
 
 // The shape of a loader (LOADER): how far out of order its opens may come.

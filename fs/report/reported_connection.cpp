@@ -74,26 +74,30 @@ Status ReportedOrders::Connection::OnLoader(const ReportLoader& m) {
 }
 
 Status ReportedOrders::Connection::OnOrder(const ReportOrder& m) {
-  if (!main_)
-    return Status::Corruption("ORDER from a process whose HELLO is not role=main with a pid");
+  if (!main_) {
+    return Status::Corruption(std::string(m.guess ? "GUESS" : "ORDER") +
+                              " from a process whose HELLO is not role=main with a pid");
+  }
   if (m.table == kNodesTable) {
     // The daemon's own: its segments' indices are taken as files unchecked.
     return Status::Corruption("ORDER over table " + std::to_string(kNodesTable) +
                               ", which is reserved");
   }
-  auto it = partial_.find(m.stream);
-  if (it != partial_.end() && (it->second.table != m.table || it->second.epoch != m.epoch)) {
+  // A GUESS is built like an ORDER's segment, beside it.
+  std::map<uint64_t, StoredSegment>& partial = m.guess ? guess_partial_ : partial_;
+  auto it = partial.find(m.stream);
+  if (it != partial.end() && (it->second.table != m.table || it->second.epoch != m.epoch)) {
     // A loader that started over before it finished: its partial segment goes.
     const uint64_t bytes = kEntryCost + SegmentBytes(it->second);
     orders_->Release(bytes);
     partial_bytes_ -= bytes;
-    partial_.erase(it);
-    it = partial_.end();
+    partial.erase(it);
+    it = partial.end();
   }
-  if (it == partial_.end()) {
+  if (it == partial.end()) {
     CLAIRFS_RETURN_IF_ERROR(orders_->Reserve(kEntryCost + sizeof(StoredSegment)));
     partial_bytes_ += kEntryCost + sizeof(StoredSegment);
-    it = partial_.emplace(m.stream, StoredSegment{m.table, m.stream, m.epoch, {}}).first;
+    it = partial.emplace(m.stream, StoredSegment{m.table, m.stream, m.epoch, {}}).first;
   }
   std::vector<uint32_t>& indices = it->second.indices;
   const size_t capacity = GrownCapacity(indices, m.indices.size());
@@ -106,13 +110,19 @@ Status ReportedOrders::Connection::OnOrder(const ReportOrder& m) {
   for (size_t i = 0; i < m.indices.size(); ++i) indices.push_back(m.indices[i]);
   if (!m.last) return Status::Ok();
   StoredSegment done = std::move(it->second);
-  partial_.erase(it);
+  partial.erase(it);
   if (auto shape = loaders_.find(m.stream); shape != loaders_.end()) {
     done.batch_size = shape->second.batch_size;
     done.num_workers = shape->second.num_workers;
     done.prefetch_factor = shape->second.prefetch_factor;
   }
   partial_bytes_ -= kEntryCost + SegmentBytes(done);
+  if (m.guess) {
+    // The process's guess at its next segment, charged there (if it fits).
+    orders_->Release(kEntryCost + SegmentBytes(done));
+    orders_->SetGuess(pid_, orders_->SegmentCount(pid_), std::move(done));
+    return Status::Ok();
+  }
   orders_->AddSegment(pid_, std::move(done));
   return Status::Ok();
 }

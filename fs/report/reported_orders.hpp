@@ -113,9 +113,10 @@ class ReportedOrders {
   // yet), NotFound when it was dropped (only the latest kept_segments stay).
   Result<ReportedSegment> Segment(uint64_t pid, uint64_t seq) const;
   // The guess at segment `seq` of process `pid` while it is not reported
-  // yet (seq == SegmentCount(pid)): a model's loader, one EPOCH past its last
-  // by the step between its last two (after its first, the epochs 1 and 2
-  // past it, their files in turn). Unavailable without one.
+  // yet (seq == SegmentCount(pid)): the process's GUESS, or for a model's
+  // loader one EPOCH past its last by the step between its last two (after
+  // its first, the epochs 1 and 2 past it, their files in turn); the first
+  // made after the latest segment stays. Unavailable without one.
   // Prefetching may start on it; only the reported segment is followed.
   Result<ReportedSegment> Guess(uint64_t pid, uint64_t seq) const;
   // The loader and its epoch (stream, epoch) of segment `seq` of process
@@ -252,12 +253,13 @@ class ReportedOrders::Connection : private ReportSink {
   ReportDecoder decoder_;
   bool main_ = false;  // role=main with a pid: may report ORDER
   uint64_t pid_ = 0;
-  std::map<uint64_t, StoredSegment> partial_;  // stream -> segment in progress
+  std::map<uint64_t, StoredSegment> partial_;        // stream -> segment in progress
+  std::map<uint64_t, StoredSegment> guess_partial_;  // stream -> GUESS in progress
   std::map<uint64_t, ReportLoader> loaders_;   // stream -> its LOADER (charged as map entries)
   // stream -> its SETTINGS' model; nullopt when refused (its EPOCHs ignored).
   std::map<uint64_t, std::optional<ReportedModel>> models_;
   std::map<uint64_t, uint64_t> last_epoch_;  // stream -> its last EPOCH (with a model)
-  uint64_t partial_bytes_ = 0;               // charged for partial_
+  uint64_t partial_bytes_ = 0;               // charged for partial_ and guess_partial_
   bool closed_ = false;
 };
 

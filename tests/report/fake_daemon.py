@@ -29,6 +29,8 @@ class FakeDaemon:
         self.loaders = {}   # (pid, stream) -> {"batch_size": ..., ...} (LOADER)
         self.orders = {}    # (pid, table, stream, epoch) -> [index, ...] (complete segments)
         self.more_segments = 0  # segments that were more of an epoch already complete
+        self.guesses = {}   # (pid, table, stream, epoch) -> [index, ...] (the latest GUESS)
+        self._guess_partial = {}
         self._more_seen = set()
         self.settings = {}  # (pid, stream) -> {key: value} (SETTINGS)
         self.epochs = {}    # (pid, stream) -> [epoch, ...] (EPOCH, in arrival order)
@@ -152,7 +154,7 @@ class FakeDaemon:
             alias, table = struct.unpack("<QQ", body)
             with self.lock:
                 self.aliases[alias] = table
-        elif t == 5:
+        elif t in (5, 9):  # ORDER, GUESS
             if len(body) < 25 or (len(body) - 25) % 4:
                 raise ValueError("ORDER of %d bytes" % len(body))
             table, stream, epoch, last = struct.unpack_from("<QQQB", body)
@@ -160,6 +162,12 @@ class FakeDaemon:
                 raise ValueError("last=%d" % last)
             idx = list(struct.unpack_from("<%dI" % ((len(body) - 25) // 4), body, 25))
             key = (pid, table, stream, epoch)
+            if t == 9:
+                with self.lock:
+                    self._guess_partial.setdefault(key, []).extend(idx)
+                    if last:
+                        self.guesses[key] = self._guess_partial.pop(key)
+                return hello
             with self.lock:
                 seg = self._partial.setdefault(key, [])
                 seg += idx

@@ -109,6 +109,14 @@ class Keras(Jobs):
             self.assertEqual(got[e][1], loaded, (py, steps, e))
             if k == 0:  # later epochs of a pass mix two index arrays: a sample may repeat
                 self.assertEqual(sorted(loaded), sorted(set(loaded)))
+        # A GUESS of each epoch a pass goes on into (the one after fit's last too), sent with
+        # the epoch before it: its batches as the array in place then slices them (what
+        # tf.data reads ahead before on_epoch_end draws the next).
+        guesses = {e: idx for (p, t, s, e), idx in d.guesses.items() if p == pid}
+        self.assertEqual(sorted(guesses), [e for e in range(1, epochs + 1) if e % per_pass])
+        for e, idx in guesses.items():
+            if e < epochs:
+                self.assertEqual(len(idx), len(got[e][1]), (py, steps, e))
         return r
 
     def test_orders_full_epochs(self):

@@ -384,12 +384,14 @@ def _report_locked(w, batch_order):
     flat = array("I")
     for b in batch_order[:per_epoch + w.past]:
         flat.extend(samples[b * bs:(b + 1) * bs])
+    guess = None
     if per_epoch < len(batch_order) and _PASS in adapter.__dict__:
         # Keras 3: the pass goes on into the next epochs (_redrawn, _report_next)
         w.order, w.pos, w.per_epoch, w.table = batch_order, per_epoch, per_epoch, table
         w.arrays = [(0, index_array)]
         adapter.__dict__[_PASS] = w
-    _send(table, rec[0], bs, epoch, flat, w.shape)
+        guess = _next_epoch_guess(w)
+    _send(table, rec[0], bs, epoch, flat, w.shape, guess)
 
 
 def _batches_per_epoch(adapter, n_batches):
@@ -404,11 +406,37 @@ def _batches_per_epoch(adapter, n_batches):
     return min(steps, n_batches)
 
 
-def _send(table, stream, bs, epoch, flat, shape=(0, 1)):
+def _send(table, stream, bs, epoch, flat, shape=(0, 1), guess=None):
+    """LOADER and the epoch's ORDER; then, if given, GUESS of the next epoch's likely files."""
     channel.hello_context.setdefault("framework", "keras")
     frames = [wire.loader(stream, max(1, bs), *shape)] + wire.order(table.key, stream, epoch, flat)
+    if guess is not None:
+        frames += wire.order(table.key, stream, epoch + 1, guess, wire.GUESS)
     tables.send_paths(table)
     channel.send(table.roots[0], frames)
+
+
+def _next_epoch_guess(w):
+    """Keras 3, a pass that goes on: the next epoch's batches as the array now in place
+    slices them. Exact for the batches tf.data reads ahead before on_epoch_end redraws it
+    (those open before the next epoch is reported); the rest read the array drawn then."""
+    end = min(w.pos + w.per_epoch, len(w.order))
+    return _slices(w, w.pos, end, last_array_only=True)
+
+
+def _slices(w, start, end, last_array_only=False):
+    """The sample indices of the pass's batches start..end-1, each from the array it reads
+    (or all from the latest array noted)."""
+    bs = int(w.seq.batch_size)
+    flat = array("I")
+    k = len(w.arrays) - 1 if last_array_only else 0
+    for j in range(start, end):
+        while k + 1 < len(w.arrays) and w.arrays[k + 1][0] <= j:
+            k += 1
+        b = w.order[j]
+        part = w.arrays[k][1][b * bs:(b + 1) * bs]
+        flat.extend(part.tolist() if hasattr(part, "tolist") else part)
+    return flat
 
 
 def _redrawn(w):
@@ -433,19 +461,14 @@ def _report_next(w, epoch):
             adapter.__dict__[_PASS] = None
             return
         end = min(w.pos + w.per_epoch, len(w.order))
-        bs = int(w.seq.batch_size)
-        flat = array("I")
-        k = 0
-        for j in range(w.pos, end):
-            while k + 1 < len(w.arrays) and w.arrays[k + 1][0] <= j:
-                k += 1
-            b = w.order[j]
-            part = w.arrays[k][1][b * bs:(b + 1) * bs]
-            flat.extend(part.tolist() if hasattr(part, "tolist") else part)
+        flat = _slices(w, w.pos, end)
         rec[1] = epoch
         w.pos = end
         while len(w.arrays) > 1 and w.arrays[1][0] <= w.pos:
             del w.arrays[0]  # no batch still to report reads it
+        guess = None
         if w.pos >= len(w.order):
             adapter.__dict__[_PASS] = None
-        _send(w.table, rec[0], bs, epoch, flat)
+        else:
+            guess = _next_epoch_guess(w)
+        _send(w.table, rec[0], int(w.seq.batch_size), epoch, flat, guess=guess)

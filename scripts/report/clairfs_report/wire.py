@@ -7,7 +7,7 @@ import struct
 import sys
 from array import array
 
-HELLO, TABLE_PATHS, TABLE_FILES, ALIAS, ORDER, LOADER, SETTINGS, EPOCH = 1, 2, 3, 4, 5, 6, 7, 8
+HELLO, TABLE_PATHS, TABLE_FILES, ALIAS, ORDER, LOADER, SETTINGS, EPOCH, GUESS = range(1, 10)
 MAX_PAYLOAD = 16 << 20
 ORDER_CHUNK = 1 << 20  # indices per ORDER frame (4 MiB of payload)
 PATHS_CHUNK = 8 << 20  # bytes of paths per TABLE_PATHS frame
@@ -80,8 +80,9 @@ def loader(stream, batch_size, num_workers, prefetch_factor):
     return frame(struct.pack("<BQ", LOADER, stream) + text.encode())
 
 
-def order(table, stream, epoch, indices):
-    """indices: an array('I') of the whole epoch -> ORDER frames, last=1 on the final one."""
+def order(table, stream, epoch, indices, kind=ORDER):
+    """indices: an array('I') of the whole epoch -> ORDER frames, last=1 on the final one.
+    kind=GUESS: the same as GUESS frames (the epoch's likely order, until its ORDER)."""
     if _SWAP:
         indices = array("I", indices)
         indices.byteswap()
@@ -89,7 +90,7 @@ def order(table, stream, epoch, indices):
     frames = []
     for start in range(0, max(n, 1), ORDER_CHUNK):
         end = min(n, start + ORDER_CHUNK)
-        head = struct.pack("<BQQQB", ORDER, table, stream, epoch, 1 if end == n else 0)
+        head = struct.pack("<BQQQB", kind, table, stream, epoch, 1 if end == n else 0)
         frames.append(frame(head + indices[start:end].tobytes()))
     return frames
 

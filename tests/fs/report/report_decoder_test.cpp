@@ -46,8 +46,9 @@ struct Recorder : ReportSink {
     return next;
   }
   Status OnOrder(const ReportOrder& m) override {
-    std::string line = "ORDER " + std::to_string(m.table) + " s" + std::to_string(m.stream) + " e" +
-                       std::to_string(m.epoch) + (m.last ? " last" : "");
+    std::string line = std::string(m.guess ? "GUESS " : "ORDER ") + std::to_string(m.table) +
+                       " s" + std::to_string(m.stream) + " e" + std::to_string(m.epoch) +
+                       (m.last ? " last" : "");
     for (uint32_t i : m.indices.ToVector()) line += " " + std::to_string(i);
     lines.push_back(line);
     return next;
@@ -80,7 +81,7 @@ std::string AllTypes() {
          LoaderFrame(1, "num_workers=8\nbatch_size=256\nlater=x\n") +
          OrderFrame(7, 1, 2, false, {3, 0, 0xffffffff}) + OrderFrame(7, 1, 2, true, {}) +
          SettingsFrame(3, "sampler=keras\nroot=\nseed=7\n\nclass-names=a,b=c\n") +
-         EpochFrame(3, 0xffffffffffffffffULL);
+         EpochFrame(3, 0xffffffffffffffffULL) + GuessFrame(7, 1, 3, true, {2, 1});
 }
 
 const std::vector<std::string> kAllTypes = {
@@ -94,6 +95,7 @@ const std::vector<std::string> kAllTypes = {
     "ORDER 7 s1 e2 last",
     "SETTINGS s3 sampler=keras root= seed=7 class-names=a,b=c",
     "EPOCH s3 e18446744073709551615",
+    "GUESS 7 s1 e3 last 2 1",
 };
 
 TEST_CASE("the report decoder decodes every frame type", "[report]") {
@@ -101,7 +103,7 @@ TEST_CASE("the report decoder decodes every frame type", "[report]") {
   Recorder r;
   REQUIRE(d.Feed(AllTypes().data(), AllTypes().size(), &r).ok());
   CHECK(r.lines == kAllTypes);
-  CHECK(d.frames() == 10);
+  CHECK(d.frames() == 11);
   CHECK(d.buffered() == 0);
 }
 
@@ -175,7 +177,7 @@ TEST_CASE("the report decoder names each broken rule and stops there", "[report]
       {HelloFrame("version=1\npid=12x\n"), "frame 1: HELLO pid is not a number"},
       {HelloFrame("version=1\nrank=\n"), "frame 1: HELLO rank is not a number"},
       {HelloFrame("version=1\nno equals sign\n"), "frame 1: HELLO line without '='"},
-      {hello + Frame(9, "abc"), "frame 2: unknown frame type 9"},
+      {hello + Frame(10, "abc"), "frame 2: unknown frame type 10"},
       {hello + Frame(0, ""), "frame 2: unknown frame type 0"},
       {hello + empty, "frame 2: empty payload"},
       {hello + header_only, "frame 2: payload of 20000000 bytes exceeds 16 MiB"},

@@ -71,15 +71,21 @@ inline std::string AliasFrame(uint64_t alias, uint64_t table) {
   return Frame(4, body);
 }
 
+// ORDER (type 5), or GUESS (type 9: the same layout).
 inline std::string OrderFrame(uint64_t table, uint64_t stream, uint64_t epoch, bool last,
-                              const std::vector<uint32_t>& indices) {
+                              const std::vector<uint32_t>& indices, uint8_t type = 5) {
   std::string body;
   PutLE(&body, table);
   PutLE(&body, stream);
   PutLE(&body, epoch);
   body.push_back(last ? 1 : 0);
   for (uint32_t i : indices) PutLE(&body, i);
-  return Frame(5, body);
+  return Frame(type, body);
+}
+
+inline std::string GuessFrame(uint64_t table, uint64_t stream, uint64_t epoch, bool last,
+                              const std::vector<uint32_t>& indices) {
+  return OrderFrame(table, stream, epoch, last, indices, 9);
 }
 
 inline std::string LoaderFrame(uint64_t stream, const std::string& lines) {

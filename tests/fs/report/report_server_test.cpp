@@ -140,7 +140,7 @@ TEST_CASE("a bad frame closes its own connection only", "[report]") {
   REQUIRE(good.fd >= 0);
   REQUIRE(bad.fd >= 0);
   REQUIRE(SendAll(good.fd, MainHello(1) + TablePathsFrame(1, 0, {"a.jpg"})));
-  REQUIRE(SendAll(bad.fd, MainHello(2) + OrderFrame(1, 0, 0, true, {0}) + Frame(9, "junk")));
+  REQUIRE(SendAll(bad.fd, MainHello(2) + OrderFrame(1, 0, 0, true, {0}) + Frame(10, "junk")));
   CHECK(ClosedByServer(bad.fd));
   CHECK(StillOpen(good.fd));
   REQUIRE(SendAll(good.fd, OrderFrame(1, 3, 0, true, {0, 0})));
@@ -149,7 +149,7 @@ TEST_CASE("a bad frame closes its own connection only", "[report]") {
   CHECK(orders.SegmentCount(2) == 1);  // what the bad connection reported first stays
   const std::string stats = StatsOf(orders);
   CHECK(stats.find("\"connections_closed_bad\":1") != std::string::npos);
-  CHECK(stats.find("frame 3: unknown frame type 9") != std::string::npos);
+  CHECK(stats.find("frame 3: unknown frame type 10") != std::string::npos);
 }
 
 TEST_CASE("the report server stops promptly with clients connected", "[report]") {

@@ -428,6 +428,38 @@ TEST_CASE("a model's next EPOCH is guessed by the step between its last two", "[
   CHECK(s.Stats().find("\"model_errors\":0,") != std::string::npos);
 }
 
+TEST_CASE("a GUESS is the process's guess at its next segment until that one comes",
+          "[report]") {
+  Store s;
+  int heard = 0;
+  s.orders.SetListener([&heard] { ++heard; });
+  auto c = s.orders.Connect();
+  Send(c.get(), MainHello(9) + TablePathsFrame(7, 0, kPaths) + LoaderFrame(1, "batch_size=2\n") +
+                    OrderFrame(7, 1, 0, true, {0, 1}) + GuessFrame(7, 1, 1, false, {3}));
+  CHECK_FALSE(s.orders.Guess(9, 1).ok());  // not complete yet
+  Send(c.get(), GuessFrame(7, 1, 1, true, {2}));
+  CHECK(heard == 2);  // the segment, then the guess
+  auto g = s.orders.Guess(9, 1);
+  REQUIRE(g.ok());
+  CHECK(g->files == s.Nodes({kPaths[3], kPaths[2]}));
+  CHECK((g->stream == 1 && g->epoch == 1 && g->batch_size == 2));
+  CHECK(s.orders.SegmentCount(9) == 1);  // a guess is no segment
+  // A second guess at the same segment is not taken: the first stays.
+  Send(c.get(), GuessFrame(7, 1, 1, true, {0}));
+  CHECK(s.orders.Guess(9, 1)->files == s.Nodes({kPaths[3], kPaths[2]}));
+  // The segment it guessed comes, and differs: the guess is gone.
+  Send(c.get(), OrderFrame(7, 1, 1, true, {1, 0}));
+  CHECK_FALSE(s.orders.Guess(9, 1).ok());
+  CHECK_FALSE(s.orders.Guess(9, 2).ok());
+  CHECK(s.orders.Segment(9, 1)->files == s.Nodes({kPaths[1], kPaths[0]}));
+  // Only a main process may guess.
+  auto w = s.orders.Connect();
+  const std::string bytes = WorkerHello(10) + GuessFrame(7, 1, 0, true, {0});
+  const Status st = w->Feed(bytes.data(), bytes.size());
+  CHECK(st.message().find("GUESS from a process whose HELLO is not role=main") !=
+        std::string::npos);
+}
+
 TEST_CASE("refused settings are counted once and their epochs ignored", "[report]") {
   Store s;
   s.orders.SetModelMaker([](const std::map<std::string, std::string>&) -> Result<ReportedModel> {
