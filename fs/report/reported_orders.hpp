@@ -255,7 +255,7 @@ class ReportedOrders::Connection : private ReportSink {
   uint64_t pid_ = 0;
   std::map<uint64_t, StoredSegment> partial_;        // stream -> segment in progress
   std::map<uint64_t, StoredSegment> guess_partial_;  // stream -> GUESS in progress
-  std::map<uint64_t, ReportLoader> loaders_;   // stream -> its LOADER (charged as map entries)
+  std::map<uint64_t, ReportLoader> loaders_;  // stream -> its LOADER (charged as map entries)
   // stream -> its SETTINGS' model; nullopt when refused (its EPOCHs ignored).
   std::map<uint64_t, std::optional<ReportedModel>> models_;
   std::map<uint64_t, uint64_t> last_epoch_;  // stream -> its last EPOCH (with a model)

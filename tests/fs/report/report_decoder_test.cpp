@@ -46,8 +46,8 @@ struct Recorder : ReportSink {
     return next;
   }
   Status OnOrder(const ReportOrder& m) override {
-    std::string line = std::string(m.guess ? "GUESS " : "ORDER ") + std::to_string(m.table) +
-                       " s" + std::to_string(m.stream) + " e" + std::to_string(m.epoch) +
+    std::string line = std::string(m.guess ? "GUESS " : "ORDER ") + std::to_string(m.table) + " s" +
+                       std::to_string(m.stream) + " e" + std::to_string(m.epoch) +
                        (m.last ? " last" : "");
     for (uint32_t i : m.indices.ToVector()) line += " " + std::to_string(i);
     lines.push_back(line);

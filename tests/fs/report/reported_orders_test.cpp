@@ -428,8 +428,7 @@ TEST_CASE("a model's next EPOCH is guessed by the step between its last two", "[
   CHECK(s.Stats().find("\"model_errors\":0,") != std::string::npos);
 }
 
-TEST_CASE("a GUESS is the process's guess at its next segment until that one comes",
-          "[report]") {
+TEST_CASE("a GUESS is the process's guess at its next segment until that one comes", "[report]") {
   Store s;
   int heard = 0;
   s.orders.SetListener([&heard] { ++heard; });
