@@ -16,10 +16,17 @@
 #   files-keras2-global  tf.keras 2, Horovod, seed=None under a global seed
 #   files-keras3-unseeded Keras 3, seed=None and nothing seeded (the reporter
 #                        seeds list_files from os.urandom where TF would at random)
-# ram_cache holds the dataset: at a third of it (PART=3) tf.keras 2 had
-# 224-240 of 240 opens after the first epoch ready per node over 9 runs, and
-# Keras 3 (a tf.data shuffle buffer of 8 before the reads) stalled on up to
-# 66% of an epoch's opens: the target is not met yet (issue notes).
+# ram_cache holds a third of the dataset (PART=3) of 1,200 files
+# (PER_CLASS=300: a third of 120 files held less than tf.data's autotuned
+# read-ahead), and each training step takes STEP_MS=10 ms more, as a model's
+# step would: without it TensorFlow reads 4,000 files a second from the page
+# cache on this 2-core VM, a third of the dataset is 0.1 s ahead, and the
+# kernel sometimes leaves the daemons' threads runnable for 100-180 ms while
+# TF keeps both cores (each mpiexec rank is its own session, so autogroup
+# scheduling shares the CPUs between sessions): 4 of 20 runs of
+# keras3-unseeded then had 14-732 later opens wait (0 of 24 with
+# kernel.sched_autogroup_enabled=0; docs/prefetch.md, "CPU"). With 10 ms
+# steps, 24 runs had 0-1 wait per node-epoch.
 # Checked: the seeded runs' samples and losses equal a run on the source
 # tree; in every run the daemons made the model (report.models, no model
 # error), followed it (prefetch.sampler reported) with no deviation, and
@@ -35,7 +42,7 @@ failures=0
 pass() { echo "ok   $*"; }
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 
-$PY "$CLAIRFS_SRC/scripts/make_imagefolder.py" "$T/data" --classes 4 --per-class "${PER_CLASS:-30}" --size 48 >/dev/null || exit 1
+$PY "$CLAIRFS_SRC/scripts/make_imagefolder.py" "$T/data" --classes 4 --per-class "${PER_CLASS:-300}" --size 48 >/dev/null || exit 1
 "$BIN/clairfs-partition" pack "$T/data" "$T/packed" --partitions 4 --compress none >/dev/null || exit 1
 
 
@@ -46,7 +53,7 @@ train() {
   local py=$VENVS/$1/bin/python tag=$2 d0=$3 d1=$4
   local script=$CLAIRFS_SRC/scripts/keras/$SCRIPT
   shift 4
-  local args=(--epochs $EPOCHS --batch-size 8 --image-size 32 --step-ms "${STEP_MS:-0}" "$@")
+  local args=(--epochs $EPOCHS --batch-size 8 --image-size 32 --step-ms "${STEP_MS:-10}" "$@")
   PYTHONPATH=$BIN/report timeout 600 "$MPIEXEC" \
     -n 1 "$py" "$script" "$d0" "${args[@]}" --report "$T/$tag.json" --sample-log "$T/$tag.samples" \
     : -n 1 "$py" "$script" "$d1" "${args[@]}" --sample-log "$T/$tag.samples" >"$T/$tag.log" 2>&1
@@ -115,9 +122,9 @@ sys.exit(0 if ok else 1)
 PY
 }
 
-# PART=3 tries a third of the dataset (the target; not met reliably yet);
-# PER_CLASS=N makes 4 classes of N images (default 30).
-part=${PART:-1}
+# PART=N puts 1/N of the dataset in RAM (default 3); PER_CLASS=N makes 4
+# classes of N images (default 300); STEP_MS=N adds N ms to each step (10).
+part=${PART:-3}
 SCRIPT=train_dataset.py
 run keras2-seeded tf-keras2 1 "$part" --seed 42 --deterministic
 run keras2-numpy-seed tf-keras2 1 "$part" --seed 42 --deterministic --dataset-seed none
