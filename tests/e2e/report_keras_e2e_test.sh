@@ -10,12 +10,13 @@
 # open after the first epoch but at most 2 batches an epoch finds its file
 # ready. Keras 3: tf.data's autotuned prefetch reads a mid-pass epoch's first
 # batches before on_epoch_end draws its array; the GUESS sent one epoch
-# earlier names them, but on this 2-core machine the daemon does not always
-# fetch them in time (19 and 23 stalls seen in 2 of about 50 node-epochs in
-# these runs; 32-108 without the guess): at most 4 batches an epoch may
-# wait. Under fit(workers=4) the enqueuer's 4 threads read its queue of 10
-# batches as soon as the epoch's order is drawn: at most those 14 batches an
-# epoch may wait.
+# earlier names them. Each training step takes STEP_MS=10 ms more, as a
+# model's would: with none, on this 2-core machine the kernel left the
+# daemons without a CPU for 0.1 s at times (docs/prefetch.md, "CPU") and 19
+# and 23 stalls were seen in 2 of about 50 Keras 3 node-epochs. Under
+# fit(workers=4) the enqueuer's 4 threads read its queue of 10 batches as
+# soon as the epoch's order is drawn: at most those 14 batches an epoch may
+# wait.
 # A missing venv skips (77), or fails when CI=true.
 set -uo pipefail
 BIN=$CLAIRFS_BIN
@@ -45,7 +46,8 @@ for case in tf-keras2 tf-keras2:4 tf-current; do
   launcher=$!
   "$BIN/clairfs-wait" "$T/mnt0" "$T/mnt1" --timeout 60 --quiet || { echo "FAIL $case: mounts"; fail=1; break; }
   py=$VENVS/$venv/bin/python
-  args=(--epochs $EPOCHS --batch-size $BATCH --image-size 32 --seed 42 --deterministic --workers "$workers")
+  args=(--epochs $EPOCHS --batch-size $BATCH --image-size 32 --seed 42 --deterministic --workers "$workers"
+    --step-ms "${STEP_MS:-10}")
   val=(); [[ $workers -gt 1 ]] && val=(--val-data)
   PYTHONPATH=$BIN/report timeout 600 "$MPIEXEC" -n 1 "$py" "$SCRIPT" "$T/mnt0/train" "${args[@]}" ${val:+"${val[@]}" "$T/mnt0/val"} \
     : -n 1 "$py" "$SCRIPT" "$T/mnt1/train" "${args[@]}" ${val:+"${val[@]}" "$T/mnt1/val"} >"$T/train-$case.log" 2>&1 ||
@@ -54,7 +56,6 @@ for case in tf-keras2 tf-keras2:4 tf-current; do
   for r in 0 1; do cp "$T/mnt$r/.clairfs/stats.json" "$T/stats$r.json"; cp "$T/stats$r.json" "$T/stats-$case-$r.json"; done
   kill -TERM "$launcher"; wait "$launcher"; launcher=""
   burst=2
-  [[ $venv == tf-current ]] && burst=4             # tf.data's read-ahead (above)
   [[ $workers -gt 1 ]] && burst=$((10 + workers))  # fit's max_queue_size + workers
   $PY - "$T" "$case" "$((burst * BATCH))" <<'PY' || fail=1
 import json, sys
