@@ -62,7 +62,9 @@ void PrefetchEngine::Replace(std::unique_ptr<pf::Planner> planner, std::string s
                              LoaderOf loader_of) {
   {
     MutexLock lock(&planner_mu_);
-    AddOpenCounts(planner_->Stats(), &retired_);
+    prefetch::PlannerStats old = planner_->Stats();
+    AddOpenCounts(retired_, &old);  // the retired planners' opens came first
+    retired_ = std::move(old);
     planner_ = std::move(planner);
     sampler_ = std::move(sampler);
     loader_of_ = std::move(loader_of);
@@ -236,6 +238,7 @@ void PrefetchEngine::Run(std::stop_token stop) {
     if (plan.fetch.empty()) {
       planner->Maintain();
       MaybeDiagnose(*planner);
+      MaybeLogDeviation(*planner);
       MutexLock lock(&mu_);
       if (!stop.stop_requested()) {
         work_cv_.WaitUntil(&lock, std::chrono::steady_clock::now() + options_.idle_poll);
@@ -256,6 +259,24 @@ void PrefetchEngine::Run(std::stop_token stop) {
       Fetch(*planner, plan.fetch[i]);
     }
   }
+}
+
+void PrefetchEngine::MaybeLogDeviation(const pf::Planner& planner) {
+  if (logged_deviation_.load(std::memory_order_relaxed)) return;
+  pf::Deviation d = planner.FirstDeviation();
+  {
+    MutexLock lock(&planner_mu_);
+    if (retired_.first_deviation.open != 0) {
+      d = retired_.first_deviation;
+    } else if (d.open != 0) {
+      d.open += retired_.opens;
+    }
+  }
+  if (d.open == 0 || logged_deviation_.exchange(true)) return;
+  Log(LogLevel::kWarn,
+      "prefetch: an open the order does not hold (counted in prefetch.deviations, the first in "
+      "prefetch.first_deviation; said once): " +
+          DescribeDeviation(d));
 }
 
 void PrefetchEngine::MaybeDiagnose(const pf::Planner& planner) {

@@ -181,6 +181,11 @@ class PrefetchEngine final : public OpenObserver, public FileOwner {
   // Runs options_.diagnose once, when `planner` (the first) lost the order
   // in its first epoch. On a fetch thread, holding no lock while it runs.
   void MaybeDiagnose(const prefetch::Planner& planner);
+  // Logs the first deviation once per engine (on a fetch thread, idle).
+  void MaybeLogDeviation(const prefetch::Planner& planner);
+  // stats.json's prefetch.first_deviation: "" for none, else the open's
+  // number, the file's path and epoch, what the order expected next.
+  std::string DescribeDeviation(const prefetch::Deviation& d) const;
   void Run(std::stop_token stop);
   void Fetch(prefetch::Planner& planner, prefetch::FileId file);
   // Drops `files` from the RAM cache if `planner` still decides.
@@ -214,7 +219,8 @@ class PrefetchEngine final : public OpenObserver, public FileOwner {
   uint64_t replacements_ CLAIRFS_GUARDED_BY(planner_mu_) = 0;
   // options_.diagnose's answer (stats.json: prefetch.likely_wrong).
   std::string likely_wrong_ CLAIRFS_GUARDED_BY(planner_mu_);
-  std::atomic<bool> diagnosed_{false};  // options_.diagnose was called (or never will be)
+  std::atomic<bool> diagnosed_{false};         // options_.diagnose was called (or never will be)
+  std::atomic<bool> logged_deviation_{false};  // MaybeLogDeviation logged
   const std::vector<uint8_t> in_dataset_;
   const uint64_t mean_file_bytes_;
   std::atomic<bool> warned_read_ahead_{false};

@@ -12,6 +12,13 @@ uint64_t Get(const std::atomic<uint64_t>& a) { return a.load(std::memory_order_r
 }  // namespace
 
 void PrefetchEngine::AddOpenCounts(const prefetch::PlannerStats& from, prefetch::PlannerStats* to) {
+  // `from`'s opens came first (a replaced planner's): its first deviation is
+  // the first, and `to`'s opens are numbered after `from`'s.
+  if (from.first_deviation.open != 0) {
+    to->first_deviation = from.first_deviation;
+  } else if (to->first_deviation.open != 0) {
+    to->first_deviation.open += from.opens;
+  }
   to->opens += from.opens;
   to->predicted_opens += from.predicted_opens;
   to->ready_opens += from.ready_opens;
@@ -26,6 +33,21 @@ void PrefetchEngine::AddOpenCounts(const prefetch::PlannerStats& from, prefetch:
   to->guessed_used += from.guessed_used;
   to->admissions += from.admissions;
   to->evictions += from.evictions;
+}
+
+std::string PrefetchEngine::DescribeDeviation(const prefetch::Deviation& d) const {
+  if (d.open == 0) return "";
+  auto path = [&](uint32_t node) {
+    return node < manifest_->node_count() ? manifest_->Path(node) : std::string("?");
+  };
+  std::string out = "open " + std::to_string(d.open) + ": " + path(d.file) + " in epoch " +
+                    std::to_string(d.epoch) + "; the order expected " +
+                    (d.expected == prefetch::kNoFile ? std::string("nothing") : path(d.expected)) +
+                    " next; ";
+  out += d.next_epoch == UINT64_MAX
+             ? std::string("the file is in no epoch known then")
+             : "the file's next entry is in epoch " + std::to_string(d.next_epoch);
+  return out;
 }
 
 PrefetchStats PrefetchEngine::Snapshot() const {
@@ -115,6 +137,7 @@ void PrefetchEngine::WriteStats(clairfs::JsonWriter& w) const {
       .Integer("lead_steps", p.lead_steps)
       .Integer("epoch", p.epoch)
       .Integer("deviations", p.deviations)
+      .String("first_deviation", DescribeDeviation(p.first_deviation))
       .Integer("repeat_opens", p.repeat_opens)
       .Integer("unreported_opens", p.unreported_opens)
       .Integer("late_opens", p.late_opens)

@@ -132,6 +132,7 @@ OpenResult Planner::OnOpen(FileId file) {
   } else {
     ++stats_.deviations;
     ++epoch.deviations;
+    if (stats_.first_deviation.open == 0) NoteFirstDeviation(file, epoch.epoch);
   }
   bool resync = NoteOutcome(file, found != kNever);
   if (resync) {
@@ -340,6 +341,34 @@ void Planner::RewindScan(FileId f) {
   }
   uint64_t t = stream_.NextUse(f);
   if (t != kNever && t < scan_) scan_ = t;
+}
+
+void Planner::NoteFirstDeviation(FileId file, uint64_t epoch) {
+  Deviation& d = stats_.first_deviation;
+  d.open = stats_.opens;
+  d.file = file;
+  d.epoch = epoch;
+  if (!tail_.empty()) {
+    // The furthest-behind rank's first entry not opened yet.
+    const auto g =
+        static_cast<uint32_t>(std::min_element(tail_.begin(), tail_.end()) - tail_.begin());
+    for (uint64_t s = tail_[g]; s < stream_.end_step(); ++s) {
+      const uint64_t t = s * shape_.ranks + g;
+      if (!stream_.Contains(t) || stream_.Satisfied(t) || stream_.FileAt(t) == kNoFile) continue;
+      d.expected = stream_.FileAt(t);
+      break;
+    }
+  }
+  uint64_t next_epoch = 0, offset = 0;
+  const uint64_t next = stream_.NextUse(file);
+  if (next != kNever && stream_.Locate(next / shape_.ranks, &next_epoch, &offset)) {
+    d.next_epoch = next_epoch;
+  }
+}
+
+Deviation Planner::FirstDeviation() const {
+  MutexLock lock(&mu_);
+  return stats_.first_deviation;
 }
 
 EpochCounts& Planner::EpochOf(uint64_t t) {

@@ -147,6 +147,8 @@ class Planner {
   void Maintain() CLAIRFS_EXCLUDES(mu_);
 
   PlannerStats Stats() const CLAIRFS_EXCLUDES(mu_);
+  // The first deviation (open 0: none yet); O(1), unlike Stats().
+  Deviation FirstDeviation() const CLAIRFS_EXCLUDES(mu_);
   // The job's first opens the planner sought in its order (repeats left out,
   // oldest first, at most kFirstOpens), once it lost the order in its first
   // epoch - a resync failed before the opens seen outnumbered the node's
@@ -191,6 +193,8 @@ class Planner {
   // The epoch an open belongs to: that of merged time `t`, or (kNever) the
   // epoch the furthest-behind local rank is in.
   EpochCounts& EpochOf(uint64_t t) CLAIRFS_REQUIRES(mu_);
+  // Keeps the first deviation's details in stats_ (PlannerStats).
+  void NoteFirstDeviation(FileId file, uint64_t epoch) CLAIRFS_REQUIRES(mu_);
   // Reads only input_: needs no lock, and runs without it.
   std::vector<std::vector<FileId>> ToFiles(const std::vector<std::vector<Index>>& orders) const;
   void ComputeLead(PlannerStats* s) const CLAIRFS_REQUIRES(mu_);

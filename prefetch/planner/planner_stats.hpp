@@ -25,6 +25,15 @@ struct EpochCounts {
   uint64_t resyncs = 0;     // jumps made while in this epoch (none in batch mode)
 };
 
+// An open found in no local rank's window, as the planner saw it.
+struct Deviation {
+  uint64_t open = 0;                 // its number among the opens (1 = the first); 0: none
+  uint32_t file = 0;                 // the file opened
+  uint64_t epoch = 0;                // the epoch the local ranks were in
+  uint32_t expected = UINT32_MAX;    // the furthest-behind rank's next entry's file (none: max)
+  uint64_t next_epoch = UINT64_MAX;  // the epoch of the file's next entry, if materialised
+};
+
 struct PlannerStats {
   bool enabled = false;  // false: no prediction, reactive caching only
   bool lost = false;     // the last resync failed; the caller caches reactively
@@ -51,6 +60,7 @@ struct PlannerStats {
   uint64_t guessed_used = 0;
   uint64_t deviations = 0;              // opens not found in any local rank's window
   uint64_t consecutive_deviations = 0;  // current run of them
+  Deviation first_deviation;            // as it was seen (open 0: none yet)
   uint64_t resync_attempts = 0;
   uint64_t resyncs = 0;       // jumps to a new position
   uint64_t epoch = 0;         // epoch of the furthest-behind local rank

@@ -103,9 +103,9 @@ if compare:
 for node in (0, 1):
     s = json.load(open("%s/%s-stats%d.json" % (t, name, node)))
     p, rep = s["prefetch"], s["report"]
-    print("node %d: sampler %s, models %d, model errors %d %s, deviations %d, peak %d of %d bytes"
+    print("node %d: sampler %s, models %d, model errors %d %s, deviations %d %s, peak %d of %d bytes"
           % (node, p.get("sampler"), rep["models"], rep["model_errors"], rep["first_model_error"],
-             p["deviations"], p["peak_used_bytes"], p["budget_bytes"]))
+             p["deviations"], p.get("first_deviation", ""), p["peak_used_bytes"], p["budget_bytes"]))
     ok &= p.get("sampler") == "reported" and rep["models"] >= 1 and rep["model_errors"] == 0
     ok &= p["deviations"] == 0 and p["peak_used_bytes"] <= p["budget_bytes"]
     later = [e for e in p["per_epoch"] if e["epoch"] >= 1]

@@ -69,7 +69,7 @@ for r in (0, 1):
     s = json.load(open("%s/stats%d.json" % (t, r)))
     p, rep = s["prefetch"], s["report"]
     if p.get("sampler") != "reported" or p["deviations"] != 0 or rep["connections_closed_bad"] != 0:
-        print("FAIL %s daemon %d: %s / %s" % (venv, r, {k: p.get(k) for k in ("sampler", "deviations")}, rep))
+        print("FAIL %s daemon %d: %s / %s" % (venv, r, {k: p.get(k) for k in ("sampler", "deviations", "first_deviation")}, rep))
         ok = False
         continue
     for e in p["per_epoch"]:

@@ -337,3 +337,25 @@ TEST_CASE("A budget short of twice the loaders' read-ahead is warned of, with wh
   c.enabled = false;
   CHECK_FALSE(pf::ReadAheadWarning(c, 3000).has_value());
 }
+
+TEST_CASE("The first deviation is kept as it was seen", "[unit][planner]") {
+  // 6 files in order 0..5 over 2 epochs (the second the same order); files
+  // 0 and 1 opened, then file 7, in no epoch, then file 4 out of its window.
+  std::vector<uint64_t> sizes(8, 1);
+  clairfs::FakeClock clock;
+  auto p = Make(OneRank(100, 2), FixedOrder({0, 1, 2, 3, 4, 5}, sizes), clock);
+  CHECK(p->FirstDeviation().open == 0);
+  CHECK(p->OnOpen(0).predicted);
+  CHECK(p->OnOpen(1).predicted);
+  CHECK(p->FirstDeviation().open == 0);
+  CHECK_FALSE(p->OnOpen(7).predicted);
+  pf::Deviation d = p->FirstDeviation();
+  CHECK(d.open == 3);
+  CHECK(d.file == 7);
+  CHECK(d.epoch == 0);
+  CHECK(d.expected == 2);             // the rank's next entry
+  CHECK(d.next_epoch == UINT64_MAX);  // file 7 is in no epoch
+  p->OnOpen(5);                       // later deviations leave the first as it was
+  CHECK(p->FirstDeviation().open == 3);
+  CHECK(p->Stats().first_deviation.file == 7);
+}
