@@ -15,8 +15,10 @@
 # daemons without a CPU for 0.1 s at times (docs/prefetch.md, "CPU") and 19
 # and 23 stalls were seen in 2 of about 50 Keras 3 node-epochs. Under
 # fit(workers=4) the enqueuer's 4 threads read its queue of 10 batches as
-# soon as the epoch's order is drawn: at most those 14 batches an epoch may
-# wait.
+# soon as the epoch's order is drawn: at most those 14 batches a training
+# epoch and the first evaluation may wait. A later evaluation's first pass
+# was guessed as the one before ended (docs/report.md, "fit's validation"):
+# at most 2 batches of it (0 in 95 node-epochs over 8 runs here).
 # A missing venv skips (77), or fails when CI=true.
 set -uo pipefail
 BIN=$CLAIRFS_BIN
@@ -57,9 +59,9 @@ for case in tf-keras2 tf-keras2:4 tf-current; do
   kill -TERM "$launcher"; wait "$launcher"; launcher=""
   burst=2
   [[ $workers -gt 1 ]] && burst=$((10 + workers))  # fit's max_queue_size + workers
-  $PY - "$T" "$case" "$((burst * BATCH))" <<'PY' || fail=1
+  $PY - "$T" "$case" "$((burst * BATCH))" "$((2 * BATCH))" <<'PY' || fail=1
 import json, sys
-t, venv, may_wait = sys.argv[1], sys.argv[2], int(sys.argv[3])
+t, venv, may_wait, guessed_may_wait = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 ok = True
 log = open("%s/train-%s.log" % (t, venv)).read()
 if "clairfs-report" in log:
@@ -76,7 +78,9 @@ for r in (0, 1):
         print("%s daemon %d epoch %d: %d of %d opens ready, %d stalls; %d unreported opens in all"
               % (venv, r, e["epoch"], e["ready"], e["opens"], e["stalls"], p["unreported_opens"]))
     epochs = [e for e in p["per_epoch"] if e["epoch"] >= 1]
-    if len(epochs) < 2 or any(e["stalls"] > may_wait or e["deviations"] for e in epochs):
+    # the validation (the second loader) after its first epoch: guessed in time
+    bound = lambda e: guessed_may_wait if e["loader"] == 2 and e["loader_epoch"] >= 1 else may_wait
+    if len(epochs) < 2 or any(e["stalls"] > bound(e) or e["deviations"] for e in epochs):
         print("FAIL %s daemon %d: epochs after the first not ready" % (venv, r))
         ok = False
 sys.exit(0 if ok else 1)

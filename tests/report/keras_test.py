@@ -177,7 +177,8 @@ class Keras(Jobs):
         # over 6 batches: each evaluation's enqueuer reads a whole pass (unshuffled: batch b
         # is index_array[b*4:(b+1)*4]), on_epoch_end redraws index_array, and it reads 3 more
         # batches of a second pass. Both passes are reported as the validation's epoch, the
-        # second as more of it (the 12 batches its queue may read past the steps cover it).
+        # second as more of it (the 12 batches its queue may read past the steps cover it);
+        # the next evaluation's first pass is guessed before it begins.
         for py in PYTHONS:
             if self.keras3(py):
                 continue  # Keras 3's fit has no workers
@@ -198,16 +199,28 @@ class Keras(Jobs):
                 val = streams[max(streams)]  # numbered as first read: training's is first
                 self.assertEqual(sorted(val), [0, 1])
                 self.assertEqual(d.more_segments, 2)  # one per evaluation
-                passes = {}
+                # Each evaluation's enqueuer (one tag, in order) loads its first pass's
+                # n / BATCH batches, then, after on_epoch_end drew a new index_array, the
+                # second pass's: the report must name the batches of the pass that reads them.
+                evaluations = {}
                 for tag, idx in r["val_loads"]:
-                    passes.setdefault(tag, []).append(tuple(idx))
-                for e, order in val.items():
+                    if tag is not None:
+                        evaluations.setdefault(tag, []).append(tuple(idx))
+                self.assertEqual(len(evaluations), len(val))
+                per_pass = n // BATCH
+                for (e, order), loads in zip(sorted(val.items()), evaluations.values()):
                     first, second = order[:n], order[n:]
                     self.assertEqual((sorted(first), sorted(second)), (list(range(n)),) * 2)
-                    # The second pass's first 3 batches were loaded in the evaluation.
-                    loaded = set(b for bs in passes.values() for b in bs)
-                    for b in range(3):
-                        self.assertIn(tuple(second[b * BATCH:(b + 1) * BATCH]), loaded, (py, e))
+                    batches = [tuple(o[b * BATCH:(b + 1) * BATCH]) for o in (first, second)
+                               for b in range(per_pass)]
+                    self.assertEqual(set(batches[:per_pass]), set(loads[:per_pass]), (py, e))
+                    for b in batches[per_pass:per_pass + 3]:
+                        self.assertIn(b, loads[per_pass:], (py, e, order, loads))
+                # The validation does not shuffle: its epoch 1's first pass was known when
+                # epoch 0 ended, and guessed after training's epoch 1 was reported; nothing
+                # is guessed of the training, which shuffles.
+                guesses = {(s, e): idx for (p, t, s, e), idx in d.guesses.items() if p == pid}
+                self.assertEqual(guesses, {(max(streams), 1): val[1][:n]})
 
     def test_same_results(self):
         # With steps_per_epoch = len the job is deterministic; the reporter changes nothing.

@@ -34,6 +34,9 @@ index_array while the generator reads ahead. The pass counts the batches its gen
 begun; at each adapter on_epoch_end the new index_array is noted with that count (batches begun
 before it read the old array, the rest read the new one), and at the next on_epoch_begin the
 epoch's batches of the pass are reported, each sliced from the array it reads.
+tf.keras 2, an adapter that does not shuffle (fit's validation_data): its on_epoch_end draws
+the next epoch's index_array, which that epoch reads in batch order; it is sent as a GUESS after
+the next ORDER of another stream (the training epoch that comes before it).
 Every hook body runs under guard.call: a failure turns the reporter off, never the job. The
 generator runs in a tf.data thread: reports are sent under one lock.
 """
@@ -43,13 +46,20 @@ from array import array
 
 from . import channel, guard, tables, wire
 
-_tls = threading.local()   # .watch: the _Pass whose first step this thread is running
+# .watch: the _Pass whose first step this thread is running; in an enqueuer's thread,
+# .enqueued: the _Pass it reads, .sends: its _send_sequence calls so far
+_tls = threading.local()
 _lock = threading.Lock()   # reports come from tf.data's threads
 _EPOCHS = "_clairfs_epochs"   # adapter attribute: epochs counted so far (see patch)
 _STEPS = "_clairfs_steps"     # adapter attribute: steps_per_epoch given to fit, or None
 _STREAM = "_clairfs_stream"   # adapter attribute: [stream id, last epoch reported]
 _PASS = "_clairfs_pass"       # adapter attribute (Keras 3): the _Pass whose epochs continue
 _EXEC = "_clairfs_exec"       # adapter attribute (Keras 3): fit's steps_per_execution
+_FIRST = "_clairfs_first"     # adapter attribute (tf.keras 2): the _Pass of its last epoch
+# tf.keras 2: stream -> (table, epoch, files), an unshuffled adapter's next epoch as its
+# on_epoch_end left it (_note_next), sent as a GUESS after each ORDER of another stream until
+# its own ORDER
+_next_epochs = {}
 
 
 class _Random:
@@ -118,7 +128,10 @@ def _patch_keras2(module):
     @functools.wraps(orig_end)
     def on_epoch_end(self, *args, **kwargs):
         self.__dict__[_EPOCHS] = self.__dict__.get(_EPOCHS, 0) + 1
-        return orig_end(self, *args, **kwargs)
+        out = orig_end(self, *args, **kwargs)
+        if not guard.off:
+            guard.call(_note_next, self)
+        return out
 
     @functools.wraps(orig_init)
     def __init__(self, *args, **kwargs):
@@ -150,7 +163,7 @@ def _patch_enqueuer(data_utils):
         try:
             if w is not None:
                 w.shuffled = bool(getattr(self, "shuffle", False))
-                _tls.enqueued = w
+                _tls.enqueued, _tls.sends = w, 0
                 if w.shuffled:
                     _tls.watch = w
                 else:
@@ -161,11 +174,15 @@ def _patch_enqueuer(data_utils):
 
     @functools.wraps(orig_send)
     def _send_sequence(self, *args, **kwargs):
-        # _run calls it as it starts and after each pass's on_epoch_end, before the next draw
+        # _run calls it as it starts (before the first pass's batches, whose order is reported
+        # already or at the draw that follows) and after each pass's on_epoch_end, which drew
+        # the next pass's index_array: only those later calls begin a pass.
         out = orig_send(self, *args, **kwargs)
         w = getattr(_tls, "enqueued", None)
         if w is not None:
-            guard.call(_next_pass, w)
+            _tls.sends += 1
+            if _tls.sends > 1:
+                guard.call(_next_pass, w)
         return out
 
     E._run = _run
@@ -180,7 +197,7 @@ def _next_pass(w):
     more of that epoch; a pass begun after the epoch's steps is read only up to the queue's
     depth before fit stops it, and is not reported."""
     if w.left is None:
-        return  # _run's first call: the pass is not drawn yet
+        return  # the epoch's first pass was not reported
     if w.left <= 0:
         _tls.enqueued = None
         return
@@ -295,8 +312,8 @@ class _Pass:
         self.order = None
         self.shape = (0, 1)  # the LOADER's workers, prefetch_factor: one thread, in order
         self.past = 0  # batches read past an epoch's steps (an enqueuer's), reported with it
-        # An enqueuer's: whether it draws its passes, the epoch's batches still to read after
-        # this pass once reported, whether this pass is more of an epoch already reported.
+        # Whether it draws its batch order; an enqueuer's: the epoch's batches still to read
+        # after this pass once reported, whether this pass is more of an epoch already reported.
         self.shuffled, self.left, self.more = False, None, False
 
 
@@ -306,6 +323,7 @@ def _watch(gen, adapter, seq, shuffled):
         yield from gen
         return
     w = _Pass(adapter, seq)
+    w.shuffled = shuffled
     if shuffled:
         _tls.watch = w  # the first step's random.shuffle reports (_Random.shuffle)
     else:
@@ -379,6 +397,8 @@ def _report_locked(w, batch_order):
         per_epoch = _batches_per_epoch(adapter, len(batch_order))
         if w.shape[0] > 0:  # an enqueuer's: an epoch of more steps reads on in its next pass
             w.left = (adapter.__dict__.get(_STEPS) or per_epoch) - per_epoch
+        if _PASS not in adapter.__dict__:
+            adapter.__dict__[_FIRST] = w  # tf.keras 2: its next epoch may be known early
     bs = int(seq.batch_size)
     samples = index_array.tolist() if hasattr(index_array, "tolist") else list(index_array)
     flat = array("I")
@@ -407,13 +427,48 @@ def _batches_per_epoch(adapter, n_batches):
 
 
 def _send(table, stream, bs, epoch, flat, shape=(0, 1), guess=None):
-    """LOADER and the epoch's ORDER; then, if given, GUESS of the next epoch's likely files."""
+    """LOADER and the epoch's ORDER; then, if given, GUESS of the next epoch's likely files.
+    Then the next epochs other adapters' on_epoch_end foresaw (_note_next), as GUESS frames:
+    the daemon keeps the first made after a segment as its guess at the segment after it."""
     channel.hello_context.setdefault("framework", "keras")
     frames = [wire.loader(stream, max(1, bs), *shape)] + wire.order(table.key, stream, epoch, flat)
     if guess is not None:
         frames += wire.order(table.key, stream, epoch + 1, guess, wire.GUESS)
     tables.send_paths(table)
     channel.send(table.roots[0], frames)
+    _next_epochs.pop(stream, None)  # reported: the guess at it is spent
+    if guess is None:
+        for other, (t, e, files) in list(_next_epochs.items()):
+            channel.send(t.roots[0], wire.order(t.key, other, e, files, wire.GUESS))
+
+
+def _note_next(adapter):
+    """tf.keras 2, after the on_epoch_end of an adapter that does not shuffle (fit's
+    validation_data): batch b of its next epoch is index_array[b*bs:(b+1)*bs], in order, and
+    on_epoch_end just drew that array: the next epoch's first pass is known now, a whole
+    training epoch before that evaluation begins. With validation the segments alternate
+    (training, validation, maybe more of it), so it goes out as a GUESS after the next ORDER of
+    another stream: the daemon takes it as its guess at the segment after that one. Without
+    it an enqueuer's pool read its first max_queue_size + workers batches as the evaluation
+    began, racing the fetches its report started (report_keras_e2e with fit(workers=4): up to
+    111 of a validation epoch's 160 opens waited; with it at most 11 in 16 runs). A training
+    epoch gains nothing this way: its on_epoch_end (after the evaluation) draws both its
+    index_array and, a moment later, its batch order."""
+    w = adapter.__dict__.get(_FIRST)
+    rec = adapter.__dict__.get(_STREAM)
+    if w is None or w.shuffled or rec is None:
+        return
+    seq = w.seq
+    index_array = seq.index_array
+    table = tables.table_for(seq, _filepaths)
+    if index_array is None or table is None:
+        return
+    bs = int(seq.batch_size)
+    n = _batches_per_epoch(adapter, len(seq)) + w.past
+    part = index_array[:n * bs]
+    flat = array("I", part.tolist() if hasattr(part, "tolist") else part)
+    with _lock:
+        _next_epochs[rec[0]] = (table, adapter.__dict__.get(_EPOCHS, 0), flat)
 
 
 def _next_epoch_guess(w):
