@@ -15,10 +15,11 @@
 # daemons without a CPU for 0.1 s at times (docs/prefetch.md, "CPU") and 19
 # and 23 stalls were seen in 2 of about 50 Keras 3 node-epochs. Under
 # fit(workers=4) the enqueuer's 4 threads read its queue of 10 batches as
-# soon as the epoch's order is drawn: at most those 14 batches a training
-# epoch and the first evaluation may wait. A later evaluation's first pass
-# was guessed as the one before ended (docs/report.md, "fit's validation"):
-# at most 2 batches of it (0 in 95 node-epochs over 8 runs here).
+# soon as the epoch's order is drawn: at most those 14 batches the first
+# evaluation may wait, and a training epoch (foreseen as the epoch before
+# ended, docs/report.md "The next epoch, foreseen": 0-1 waited in 47 of 48
+# node-epochs over 8 runs, 34 in one). A later evaluation, foreseen a
+# training epoch early: at most 2 batches (0 in 96 node-epochs).
 # A missing venv skips (77), or fails when CI=true.
 set -uo pipefail
 BIN=$CLAIRFS_BIN

@@ -113,10 +113,18 @@ class Keras(Jobs):
         # the epoch before it: its batches as the array in place then slices them (what
         # tf.data reads ahead before on_epoch_end draws the next).
         guesses = {e: idx for (p, t, s, e), idx in d.guesses.items() if p == pid}
-        self.assertEqual(sorted(guesses), [e for e in range(1, epochs + 1) if e % per_pass])
-        for e, idx in guesses.items():
-            if e < epochs:
-                self.assertEqual(len(idx), len(got[e][1]), (py, steps, e))
+        if self.keras3(py):
+            self.assertEqual(sorted(guesses), [e for e in range(1, epochs + 1) if e % per_pass])
+            for e, idx in guesses.items():
+                if e < epochs:
+                    self.assertEqual(len(idx), len(got[e][1]), (py, steps, e))
+        else:
+            # tf.keras 2: each epoch after the first (and one after fit's last), foreseen at
+            # the on_epoch_end before it: its index_array, and its batch order drawn from a
+            # copy of `random`'s state; the same order fit then drew.
+            self.assertEqual(sorted(guesses), list(range(1, epochs + 1)))
+            for e in range(1, epochs):
+                self.assertEqual(guesses[e], got[e][1], (py, steps, e))
         return r
 
     def test_orders_full_epochs(self):
@@ -160,6 +168,10 @@ class Keras(Jobs):
                         passes.setdefault(tag, []).append(tuple(idx))
                 self.assertEqual(len(passes), 3)
                 n = len(r["filepaths"])
+                # Each next epoch foreseen at the on_epoch_end before it, exactly.
+                guesses = {e: idx for (p, t, s, e), idx in d.guesses.items() if p == pid}
+                self.assertEqual(sorted(guesses), [1, 2, 3])
+                self.assertEqual([guesses[e] for e in (1, 2)], [got[1], got[2]])
                 for e in range(3):
                     self.assertEqual(sorted(got[e]), list(range(n)), (py, e))
                     # Its first 4 batches (one index array per pass: a batch is known by
@@ -217,10 +229,14 @@ class Keras(Jobs):
                     for b in batches[per_pass:per_pass + 3]:
                         self.assertIn(b, loads[per_pass:], (py, e, order, loads))
                 # The validation does not shuffle: its epoch 1's first pass was known when
-                # epoch 0 ended, and guessed after training's epoch 1 was reported; nothing
-                # is guessed of the training, which shuffles.
+                # epoch 0 ended, and guessed after training's epoch 1 was reported. Training's
+                # epochs 1 and 2 were guessed as the epoch before them ended.
                 guesses = {(s, e): idx for (p, t, s, e), idx in d.guesses.items() if p == pid}
-                self.assertEqual(guesses, {(max(streams), 1): val[1][:n]})
+                train = streams[min(streams)]
+                self.assertEqual(sorted(guesses), [(min(streams), 1), (min(streams), 2),
+                                                   (max(streams), 1)])
+                self.assertEqual(guesses[(max(streams), 1)], val[1][:n])
+                self.assertEqual(guesses[(min(streams), 1)], train[1])
 
     def test_same_results(self):
         # With steps_per_epoch = len the job is deterministic; the reporter changes nothing.

@@ -34,13 +34,14 @@ index_array while the generator reads ahead. The pass counts the batches its gen
 begun; at each adapter on_epoch_end the new index_array is noted with that count (batches begun
 before it read the old array, the rest read the new one), and at the next on_epoch_begin the
 epoch's batches of the pass are reported, each sliced from the array it reads.
-tf.keras 2, an adapter that does not shuffle (fit's validation_data): its on_epoch_end draws
-the next epoch's index_array, which that epoch reads in batch order; it is sent as a GUESS after
-the next ORDER of another stream (the training epoch that comes before it).
+tf.keras 2: an adapter's on_epoch_end draws the next epoch's index_array; that epoch is then
+foreseen (in batch order when the adapter does not shuffle, else in the order a copy of
+`random`'s state draws) and sent as a GUESS (_note_next).
 Every hook body runs under guard.call: a failure turns the reporter off, never the job. The
 generator runs in a tf.data thread: reports are sent under one lock.
 """
 import functools
+import random
 import threading
 from array import array
 
@@ -60,6 +61,7 @@ _FIRST = "_clairfs_first"     # adapter attribute (tf.keras 2): the _Pass of its
 # on_epoch_end left it (_note_next), sent as a GUESS after each ORDER of another stream until
 # its own ORDER
 _next_epochs = {}
+_streams_sent = []  # the streams whose ORDER was sent, the latest last
 
 
 class _Random:
@@ -437,38 +439,56 @@ def _send(table, stream, bs, epoch, flat, shape=(0, 1), guess=None):
     tables.send_paths(table)
     channel.send(table.roots[0], frames)
     _next_epochs.pop(stream, None)  # reported: the guess at it is spent
+    if stream in _streams_sent:
+        _streams_sent.remove(stream)
+    _streams_sent.append(stream)
     if guess is None:
         for other, (t, e, files) in list(_next_epochs.items()):
             channel.send(t.roots[0], wire.order(t.key, other, e, files, wire.GUESS))
 
 
 def _note_next(adapter):
-    """tf.keras 2, after the on_epoch_end of an adapter that does not shuffle (fit's
-    validation_data): batch b of its next epoch is index_array[b*bs:(b+1)*bs], in order, and
-    on_epoch_end just drew that array: the next epoch's first pass is known now, a whole
-    training epoch before that evaluation begins. With validation the segments alternate
-    (training, validation, maybe more of it), so it goes out as a GUESS after the next ORDER of
-    another stream: the daemon takes it as its guess at the segment after that one. Without
-    it an enqueuer's pool read its first max_queue_size + workers batches as the evaluation
-    began, racing the fetches its report started (report_keras_e2e with fit(workers=4): up to
-    111 of a validation epoch's 160 opens waited; with it at most 11 in 16 runs). A training
-    epoch gains nothing this way: its on_epoch_end (after the evaluation) draws both its
-    index_array and, a moment later, its batch order."""
+    """tf.keras 2, after an adapter's on_epoch_end drew the index_array of its next epoch: that
+    epoch's first pass, guessed to the daemon before the epoch begins.
+    - An adapter that does not shuffle (fit's validation_data) reads batch b as
+      index_array[b*bs:(b+1)*bs], in order: exact, and known a whole training epoch before the
+      next evaluation. The segments alternate (training, validation, maybe more of it), so it
+      goes out as a GUESS after the next ORDER of another stream: the daemon takes the first
+      GUESS after a segment as its guess at the segment after it.
+    - One that shuffles draws its batch order with the global `random` as the epoch begins, a
+      moment after this (after the evaluation, when fit validates): the guess draws it now from
+      a copy of that RNG's state, exact unless something else draws from `random` in between
+      (only the real ORDER is followed; a wrong guess costs spare room). Its epoch is the next
+      segment: the GUESS goes out now.
+    Without them an enqueuer's pool read its first max_queue_size + workers batches as the
+    order was drawn, racing the fetches its report started (report_keras_e2e with
+    fit(workers=4) and validation, 8 runs each: up to 111 of a validation epoch's 160 opens
+    waited and up to 80 of a training epoch's 408; with them 0 in all 96 later validation
+    node-epochs and at most 1 in 47 of 48 training ones, 34 in one)."""
     w = adapter.__dict__.get(_FIRST)
     rec = adapter.__dict__.get(_STREAM)
-    if w is None or w.shuffled or rec is None:
+    if w is None or rec is None:
         return
     seq = w.seq
     index_array = seq.index_array
     table = tables.table_for(seq, _filepaths)
     if index_array is None or table is None:
         return
+    order = list(range(len(seq)))
+    if w.shuffled:
+        rng = random.Random()
+        rng.setstate(random.getstate())
+        rng.shuffle(order)
     bs = int(seq.batch_size)
-    n = _batches_per_epoch(adapter, len(seq)) + w.past
-    part = index_array[:n * bs]
-    flat = array("I", part.tolist() if hasattr(part, "tolist") else part)
+    samples = index_array.tolist() if hasattr(index_array, "tolist") else list(index_array)
+    flat = array("I")
+    for b in order[:_batches_per_epoch(adapter, len(order)) + w.past]:
+        flat.extend(samples[b * bs:(b + 1) * bs])
+    epoch = adapter.__dict__.get(_EPOCHS, 0)
     with _lock:
-        _next_epochs[rec[0]] = (table, adapter.__dict__.get(_EPOCHS, 0), flat)
+        _next_epochs[rec[0]] = (table, epoch, flat)
+        if w.shuffled or _streams_sent == [rec[0]]:
+            channel.send(table.roots[0], wire.order(table.key, rec[0], epoch, flat, wire.GUESS))
 
 
 def _next_epoch_guess(w):
