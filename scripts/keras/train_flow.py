@@ -8,6 +8,11 @@ folders.
 usage: mpiexec -n 2 VENV/bin/python train_flow.py DATA [--epochs E]
        [--batch-size B] [--seed S] [--report FILE] [--sample-log FILE]
        [--checkpoint-dir DIR] [--deterministic] [--workers N] [--val-data DIR]
+       [--sequence]
+--sequence reads through a Sequence (Keras 3: PyDataset) of the script's own
+instead, as many scripts do: each rank takes every ranks-th file of the sorted
+class folders, batch b opens its files with PIL, and fit reads all of its
+batches every epoch (no augmentation).
 Horovod (Keras 2 line) averages gradients; without it (Keras 3 line) the
 ranks come from the launcher's environment and train independently.
 """
@@ -16,6 +21,7 @@ import io
 import os
 import sys
 
+import numpy as np
 import tensorflow as tf
 
 import common
@@ -30,8 +36,12 @@ def main():
     ap.add_argument("--workers", type=int, default=1,
                     help="fit(workers=N), tf.keras 2 only: N threads load the batches "
                          "(Horovod's Keras ImageNet example uses 4)")
+    ap.add_argument("--sequence", action="store_true",
+                    help="read through a Sequence of the script's own, sharded by rank")
     a = ap.parse_args()
     rank, size = common.start(a)
+    if a.sequence:
+        return train_sequence(a, rank, size)
 
     gen = tf.keras.preprocessing.image.ImageDataGenerator(
         horizontal_flip=True, rotation_range=10, width_shift_range=0.1, zoom_range=0.1)
@@ -81,6 +91,44 @@ def main():
                                                  a.step_ms),
               verbose=2 if rank == 0 else 0, **extra)
     log.close()
+    return 0
+
+
+def file_sequence(data, batch_size, image_size, rank, size):
+    from PIL import Image
+    base = getattr(tf.keras.utils, "PyDataset", None) or tf.keras.utils.Sequence
+
+    class Files(base):
+        """Every size-th file of the class folders from `rank` on, batch_size at a time."""
+
+        def __init__(self):
+            super().__init__()
+            classes = sorted(d for d in os.listdir(data) if os.path.isdir(os.path.join(data, d)))
+            found = [(os.path.join(data, c, f), k) for k, c in enumerate(classes)
+                     for f in sorted(os.listdir(os.path.join(data, c)))]
+            self.files = found[rank::size]
+            self.num_classes = len(classes)
+
+        def __len__(self):
+            return -(-len(self.files) // batch_size)
+
+        def __getitem__(self, b):
+            part = self.files[b * batch_size:(b + 1) * batch_size]
+            x = np.stack([np.asarray(Image.open(p).convert("RGB").resize((image_size, image_size)),
+                                     dtype=np.float32) for p, _ in part])
+            y = np.eye(self.num_classes, dtype=np.float32)[[k for _, k in part]]
+            return x, y
+
+    return Files()
+
+
+def train_sequence(a, rank, size):
+    seq = file_sequence(a.data, a.batch_size, a.image_size, rank, size)
+    model = common.small_cnn(a.image_size, seq.num_classes)
+    common.compile_model(model, a.lr, size)
+    model.fit(seq, epochs=a.epochs,
+              callbacks=common.callbacks(rank, size, a.checkpoint_dir, a.report, a.step_ms),
+              verbose=2 if rank == 0 else 0)
     return 0
 
 

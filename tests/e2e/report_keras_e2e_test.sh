@@ -38,11 +38,14 @@ fail=0
 # (tf.keras 2: an OrderedEnqueuer whose 4 threads load the batches), run as
 # that example does: validating on another directory every epoch with
 # validation_steps = 3 x its batches // ranks (1.5 passes over it).
-for case in tf-keras2 tf-keras2:4 tf-current; do
+# VENV+seq: the script's own Sequence (PyDataset), sharded by rank
+# (train_flow.py --sequence): its batches' files are learned in epoch 0.
+for case in tf-keras2 tf-keras2:4 tf-current tf-keras2+seq tf-current+seq; do
   # REPORT_KERAS_CASES (a regex of case names) runs some of them only.
   [[ $case =~ ^(${REPORT_KERAS_CASES:-.*})$ ]] || continue
-  venv=${case%%:*} workers=1
-  [[ $case == *:* ]] && workers=${case##*:}
+  base=${case%+seq} venv=${case%%[:+]*} workers=1 seq=()
+  [[ $base == *:* ]] && workers=${base##*:}
+  [[ $case == *+seq ]] && seq=(--sequence)
   rm -rf "$T"/mnt* "$T"/ssd*
   "$MPIEXEC" -n 2 "$BIN/clairfsd" --dataset "$T/packed" --mount "$T/mnt{rank}" --local-dir "$T/ssd{rank}" \
     --ram-cache $((bytes / 3)) >"$T/daemons-$case.log" 2>&1 &
@@ -50,7 +53,7 @@ for case in tf-keras2 tf-keras2:4 tf-current; do
   "$BIN/clairfs-wait" "$T/mnt0" "$T/mnt1" --timeout 60 --quiet || { echo "FAIL $case: mounts"; fail=1; break; }
   py=$VENVS/$venv/bin/python
   args=(--epochs $EPOCHS --batch-size $BATCH --image-size 32 --seed 42 --deterministic --workers "$workers"
-    --step-ms "${STEP_MS:-10}")
+    --step-ms "${STEP_MS:-10}" ${seq[@]+"${seq[@]}"})
   val=(); [[ $workers -gt 1 ]] && val=(--val-data)
   PYTHONPATH=$BIN/report timeout 600 "$MPIEXEC" -n 1 "$py" "$SCRIPT" "$T/mnt0/train" "${args[@]}" ${val:+"${val[@]}" "$T/mnt0/val"} \
     : -n 1 "$py" "$SCRIPT" "$T/mnt1/train" "${args[@]}" ${val:+"${val[@]}" "$T/mnt1/val"} >"$T/train-$case.log" 2>&1 ||

@@ -7,7 +7,10 @@ and a hash of the weights after training.
 usage: keras_job.py DATA_DIR OUT.json CONFIG_JSON
 CONFIG: {"steps": S or null, "epochs": E, "batch": B, "seed": N, "shuffle": bool (fit's),
          "per_execution": compile's steps_per_execution, "workers": fit's (tf.keras 2),
-         "val_steps": validation_steps over a second iterator of DATA_DIR}
+         "val_steps": validation_steps over a second iterator of DATA_DIR,
+         "custom": "plain" or "reshuffle": fit over a Sequence (PyDataset) of the job's own
+         instead, whose batch b opens its files with PIL; "reshuffle" redraws its sample
+         order in on_epoch_end. Its loads are [pass, batch index, [sample, ...]].}
 """
 import hashlib
 import json
@@ -38,9 +41,60 @@ def pass_of(frame, passes):
     return None
 
 
+def small_model(classes, per_execution=1):
+    layers = tf.keras.layers
+    model = tf.keras.Sequential([
+        tf.keras.Input(shape=(8, 8, 3)),
+        layers.Conv2D(4, 3, activation="relu"),
+        layers.GlobalAveragePooling2D(),
+        layers.Dense(classes),
+    ])
+    model.compile(optimizer=tf.keras.optimizers.SGD(learning_rate=0.1),
+                  loss=tf.keras.losses.CategoricalCrossentropy(from_logits=True),
+                  steps_per_execution=per_execution)
+    return model
+
+
+def custom_sequence(data, bs, reshuffle, loads, passes):
+    """A Sequence of the job's own over DATA_DIR's class folders (PIL opens each file)."""
+    from PIL import Image
+    base = getattr(tf.keras.utils, "PyDataset", None) or tf.keras.utils.Sequence
+
+    class Files(base):
+        def __init__(self):
+            super().__init__()
+            classes = sorted(os.listdir(data))
+            self.paths, self.labels = [], []
+            for k, c in enumerate(classes):
+                for f in sorted(os.listdir(os.path.join(data, c))):
+                    self.paths.append(os.path.join(data, c, f))
+                    self.labels.append(k)
+            self.classes = len(classes)
+            self.perm = list(range(len(self.paths)))
+
+        def __len__(self):
+            return -(-len(self.paths) // bs)
+
+        def __getitem__(self, b):
+            idx = self.perm[b * bs:(b + 1) * bs]
+            loads.append([pass_of(sys._getframe(1), passes), b, idx])
+            x = np.stack([np.asarray(Image.open(self.paths[i]).convert("RGB").resize((8, 8)),
+                                     dtype=np.float32) / 255 for i in idx])
+            y = np.eye(self.classes, dtype=np.float32)[[self.labels[i] for i in idx]]
+            return x, y
+
+        def on_epoch_end(self):
+            if reshuffle:
+                np.random.shuffle(self.perm)
+
+    return Files()
+
+
 def main():
     data, out, cfg = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
     tf.keras.utils.set_random_seed(cfg.get("seed", 1))
+    if cfg.get("custom"):
+        return main_custom(data, out, cfg)
     gen = tf.keras.preprocessing.image.ImageDataGenerator(
         rescale=1.0 / 255, horizontal_flip=True, width_shift_range=0.1)
     it = gen.flow_from_directory(data, target_size=(8, 8), batch_size=cfg.get("batch", 4),
@@ -68,16 +122,7 @@ def main():
 
         vit._get_batches_of_transformed_samples = val_logged
         extra.update(validation_data=vit, validation_steps=cfg["val_steps"])
-    layers = tf.keras.layers
-    model = tf.keras.Sequential([
-        tf.keras.Input(shape=(8, 8, 3)),
-        layers.Conv2D(4, 3, activation="relu"),
-        layers.GlobalAveragePooling2D(),
-        layers.Dense(it.num_classes),
-    ])
-    model.compile(optimizer=tf.keras.optimizers.SGD(learning_rate=0.1),
-                  loss=tf.keras.losses.CategoricalCrossentropy(from_logits=True),
-                  steps_per_execution=cfg.get("per_execution", 1))
+    model = small_model(it.num_classes, cfg.get("per_execution", 1))
     hist = model.fit(it, steps_per_epoch=cfg.get("steps"), epochs=cfg.get("epochs", 3),
                      shuffle=cfg.get("shuffle", True), verbose=0, **extra)
     h = hashlib.blake2b(digest_size=16)
@@ -87,6 +132,22 @@ def main():
               else "", "len": len(it), "batch": it.batch_size, "loads": loads, "val_loads": val_loads,
               "loss": [float(x) for x in hist.history["loss"]], "weights": h.hexdigest(),
               "filepaths": [os.path.relpath(p, data) for p in it.filepaths]}
+    with open(out, "w") as f:
+        json.dump(result, f)
+
+
+def main_custom(data, out, cfg):
+    loads, passes = [], []
+    seq = custom_sequence(data, cfg.get("batch", 4), cfg["custom"] == "reshuffle", loads, passes)
+    model = small_model(seq.classes)
+    hist = model.fit(seq, steps_per_epoch=cfg.get("steps"), epochs=cfg.get("epochs", 3),
+                     shuffle=cfg.get("shuffle", True), verbose=0)
+    h = hashlib.blake2b(digest_size=16)
+    for w in model.get_weights():
+        h.update(np.ascontiguousarray(w).tobytes())
+    result = {"pid": os.getpid(), "len": len(seq), "batch": cfg.get("batch", 4), "loads": loads,
+              "loss": [float(x) for x in hist.history["loss"]], "weights": h.hexdigest(),
+              "filepaths": [os.path.relpath(p, data) for p in seq.paths]}
     with open(out, "w") as f:
         json.dump(result, f)
 

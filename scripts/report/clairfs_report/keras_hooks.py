@@ -26,9 +26,10 @@ patch(module), after the module ran:
 The report: TABLE_PATHS of the iterator's `filepaths` (once), LOADER (batch size, 0 workers,
 1: one thread reads the batches in order), ORDER of the epoch's sample indices: over the first
 min(steps_per_epoch, len) batches of the drawn order, index_array[b*bs:(b+1)*bs] each, from the
-index_array as it is when the order is drawn. Only for a Sequence whose __getitem__ is Keras's
-own Iterator.__getitem__ and which has `filepaths` and `index_array`; anything else passes
-untouched.
+index_array as it is when the order is drawn. That for a Sequence whose __getitem__ is Keras's
+own Iterator.__getitem__ and which has `filepaths` and `index_array`. Any other Sequence read
+without workers is a table of batches whose files are learned (learn.watch around each batch
+read, _Custom): its epochs after the first are reported as batch indices.
 Keras 3 with steps_per_epoch < len: one pass serves several epochs, and on_epoch_end redraws
 index_array while the generator reads ahead. The pass counts the batches its generator has
 begun; at each adapter on_epoch_end the new index_array is noted with that count (batches begun
@@ -45,7 +46,7 @@ import random
 import threading
 from array import array
 
-from . import channel, guard, tables, wire
+from . import channel, guard, learn, tables, wire
 
 # .watch: the _Pass whose first step this thread is running; in an enqueuer's thread,
 # .enqueued: the _Pass it reads, .sends: its _send_sequence calls so far
@@ -57,6 +58,7 @@ _STREAM = "_clairfs_stream"   # adapter attribute: [stream id, last epoch report
 _PASS = "_clairfs_pass"       # adapter attribute (Keras 3): the _Pass whose epochs continue
 _EXEC = "_clairfs_exec"       # adapter attribute (Keras 3): fit's steps_per_execution
 _FIRST = "_clairfs_first"     # adapter attribute (tf.keras 2): the _Pass of its last epoch
+_CUSTOM = "_clairfs_custom"   # Sequence attribute: its _Custom (a Sequence of the user's own)
 # tf.keras 2: stream -> (table, epoch, files), an unshuffled adapter's next epoch as its
 # on_epoch_end left it (_note_next), sent as a GUESS after each ORDER of another stream until
 # its own ORDER
@@ -306,7 +308,7 @@ class _Pass:
     batches an epoch takes, `arrays` [(first batch position, index_array)] the arrays the
     batches from each position on read (the last one: every batch not begun yet)."""
     __slots__ = ("adapter", "seq", "started", "order", "pos", "per_epoch", "arrays", "table",
-                 "shape", "past", "shuffled", "left", "more")
+                 "shape", "past", "shuffled", "left", "more", "custom", "batches")
 
     def __init__(self, adapter, seq):
         self.adapter, self.seq = adapter, seq
@@ -317,33 +319,101 @@ class _Pass:
         # Whether it draws its batch order; an enqueuer's: the epoch's batches still to read
         # after this pass once reported, whether this pass is more of an epoch already reported.
         self.shuffled, self.left, self.more = False, None, False
+        # A Sequence of the user's own: its _Custom, and the pass's batch order once drawn.
+        self.custom, self.batches = None, None
 
 
 def _watch(gen, adapter, seq, shuffled):
-    """The generator `gen`, reporting the pass's order at its first step (before any read)."""
-    if guard.off or not _eligible(seq):
+    """The generator `gen`, reporting the pass's order at its first step (before any read).
+    Over a Sequence of the user's own, each batch's opens are learned as it is read."""
+    if guard.off:
         yield from gen
         return
+    custom = None
+    if not _eligible(seq):
+        custom = guard.call(_custom_of, seq)
+        if custom is None:
+            yield from gen
+            return
     w = _Pass(adapter, seq)
-    w.shuffled = shuffled
+    w.shuffled, w.custom = shuffled, custom
     if shuffled:
         _tls.watch = w  # the first step's random.shuffle reports (_Random.shuffle)
     else:
         guard.call(_report, w, None)
     try:
-        w.started = 1
-        try:
-            item = next(gen)
-        finally:
-            _tls.watch = None
         while True:
+            w.started += 1  # each next of Keras's generator begins one batch
+            cur = guard.call(learn.watch) if custom is not None and not custom.stale else None
+            try:
+                item = next(gen)
+            finally:
+                if w.started == 1:
+                    _tls.watch = None
+                if cur is not None:
+                    learn.unwatch()
+            if cur is not None:
+                guard.call(_learned, w, cur)
             yield item
-            w.started += 1
-            item = next(gen)
     except StopIteration:
         return
     finally:
         gen.close()
+
+
+class _Custom:
+    """A Sequence of the user's own (any other __getitem__): a learned table indexed by batch,
+    each batch's files as its first read opened them (learn.watch). `stale` once a batch opens
+    other files than it did before (a Sequence that reshuffles its samples in on_epoch_end,
+    or picks them at random) or a whole pass opened nothing under a mount (its opens are not
+    audit events): from then on it is not reported."""
+    __slots__ = ("table", "learned", "stale", "rooted")
+
+    def __init__(self, table):
+        self.table, self.learned, self.stale, self.rooted = table, {}, False, False
+
+
+def _custom_of(seq):
+    """The _Custom of a Sequence fit reads that is not Keras's own Iterator, made on first use;
+    None if it cannot be one (no length, no mount, its files elsewhere)."""
+    c = getattr(seq, "__dict__", {}).get(_CUSTOM)
+    if c is not None:
+        return c
+    if not channel.mounts():
+        return None
+    try:
+        n = len(seq)
+    except Exception:
+        return None
+    if not isinstance(n, int) or n <= 0 or n >= 1 << 32:
+        return None
+    table = tables.table_for(seq, lambda _: None)
+    if table is None:
+        return None
+    for root in table.roots:
+        channel.socket_name(root)  # read now, not from inside the audit hook
+    c = seq.__dict__[_CUSTOM] = _Custom(table)
+    return c
+
+
+def _learned(w, cur):
+    """After the pass's batch w.started - 1 was read over a Sequence of the user's own: the
+    files it opened, learned and sent the first time, compared after."""
+    c, i = w.custom, w.started - 1
+    if c.stale or w.batches is None or i >= len(w.batches):
+        return
+    b = w.batches[i]
+    files = list(dict.fromkeys(cur[2]))  # (root, rel) in first-open order
+    known = c.learned.get(b)
+    if known is None:
+        c.learned[b] = frozenset(files)
+        if files:
+            if not c.rooted:  # its orders go where its files are read
+                c.table.roots, c.rooted = [files[0][0]], True
+            with _lock:
+                learn.send(c.table.key, [[None, b, files]])
+    elif known != frozenset(files):
+        c.stale = True
 
 
 def _eligible(seq):
@@ -372,6 +442,8 @@ def _report(w, batch_order):
 
 def _report_locked(w, batch_order):
     adapter, seq = w.adapter, w.seq
+    if w.custom is not None:
+        w.batches = list(batch_order) if batch_order is not None else list(range(len(seq)))
     epoch = adapter.__dict__.get(_EPOCHS, 0)
     rec = adapter.__dict__.get(_STREAM)
     if w.more:
@@ -380,6 +452,9 @@ def _report_locked(w, batch_order):
         epoch = rec[1]  # another segment of the epoch reported last
     elif rec is not None and epoch <= rec[1]:
         return  # a second pass begun within one epoch (not fit's way): not reported
+    if w.custom is not None:
+        _report_custom(w, epoch, rec)
+        return
     index_array = seq.index_array
     if index_array is None:
         return  # drawn by the first batch read (no peek before): not known yet
@@ -414,6 +489,25 @@ def _report_locked(w, batch_order):
         adapter.__dict__[_PASS] = w
         guess = _next_epoch_guess(w)
     _send(table, rec[0], bs, epoch, flat, w.shape, guess)
+
+
+def _report_custom(w, epoch, rec):
+    """The ORDER of a pass over a Sequence of the user's own: its batch indices in the order
+    drawn, over its table of learned batches, to the daemon of the mount its first learned
+    file is on. The first epoch, which learns them, is not reported. Keras 3 with a pass
+    serving several epochs: not reported (what each epoch reads of it is not tracked)."""
+    c, adapter = w.custom, w.adapter
+    if c.learned and not any(c.learned.values()):
+        c.stale = True  # a pass opened nothing the audit hook sees
+    per_epoch = _batches_per_epoch(adapter, len(w.batches))
+    if c.stale or (per_epoch < len(w.batches) and _PASS in adapter.__dict__):
+        return
+    if rec is None:
+        rec = adapter.__dict__[_STREAM] = [tables.new_stream(), -1]
+    rec[1] = epoch
+    adapter.__dict__[_FIRST] = w  # its next epoch may be foreseen (_note_next)
+    if c.learned:  # the first epoch learns: nothing known yet, nor which daemon reads it
+        _send(c.table, rec[0], 1, epoch, array("I", w.batches[:per_epoch]))
 
 
 def _batches_per_epoch(adapter, n_batches):
@@ -467,23 +561,27 @@ def _note_next(adapter):
     node-epochs and at most 1 in 47 of 48 training ones, 34 in one)."""
     w = adapter.__dict__.get(_FIRST)
     rec = adapter.__dict__.get(_STREAM)
-    if w is None or rec is None:
+    if w is None or rec is None or (w.custom is not None and w.custom.stale):
         return
     seq = w.seq
-    index_array = seq.index_array
-    table = tables.table_for(seq, _filepaths)
-    if index_array is None or table is None:
-        return
     order = list(range(len(seq)))
     if w.shuffled:
         rng = random.Random()
         rng.setstate(random.getstate())
         rng.shuffle(order)
-    bs = int(seq.batch_size)
-    samples = index_array.tolist() if hasattr(index_array, "tolist") else list(index_array)
-    flat = array("I")
-    for b in order[:_batches_per_epoch(adapter, len(order)) + w.past]:
-        flat.extend(samples[b * bs:(b + 1) * bs])
+    order = order[:_batches_per_epoch(adapter, len(order)) + w.past]
+    if w.custom is not None:  # its table is indexed by batch
+        table, flat = w.custom.table, array("I", order)
+    else:
+        index_array = seq.index_array
+        table = tables.table_for(seq, _filepaths)
+        if index_array is None or table is None:
+            return
+        bs = int(seq.batch_size)
+        samples = index_array.tolist() if hasattr(index_array, "tolist") else list(index_array)
+        flat = array("I")
+        for b in order:
+            flat.extend(samples[b * bs:(b + 1) * bs])
     epoch = adapter.__dict__.get(_EPOCHS, 0)
     with _lock:
         _next_epochs[rec[0]] = (table, epoch, flat)

@@ -10,7 +10,8 @@ batch taught goes out as one TABLE_FILES frame per daemon, keyed by:
   - in the main process (num_workers=0), the dataset's table key itself.
 tables.learned is keyed by id(inner dataset); a forked worker inherits the main process's sets,
 which the main process fills when an epoch over a learned table has been drawn to its end.
-Single-thread per fetcher; the hook ignores other threads.
+Single-thread per fetcher; the hook ignores other threads. watch()/unwatch() serve a Keras
+Sequence of the user's own the same way (clairfs_report.keras_hooks), in fit's reading thread.
 """
 import hashlib
 import os
@@ -151,6 +152,27 @@ def fetch_one(fetcher, idx, learner, orig):
     learner.seen.add(inner)
     guard.call(_send, learner.key, [cur])
     return out
+
+
+def watch():
+    """Collects this thread's opens under a mount until unwatch(), for a caller that reads
+    one table index (a Keras Sequence's batch) at a time: the record [thread, None, files],
+    files (root, relative path) as opened."""
+    global _current
+    _install_hook()
+    cur = [_get_ident(), None, []]
+    _current = cur
+    return cur
+
+
+def unwatch():
+    global _current
+    _current = None
+
+
+def send(key, records):
+    """TABLE_FILES of table `key`: records [thread, index, [(root, rel), ...]]."""
+    _send(key, records)
 
 
 def _send(key, records):
