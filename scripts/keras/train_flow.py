@@ -12,7 +12,8 @@ usage: mpiexec -n 2 VENV/bin/python train_flow.py DATA [--epochs E]
 --sequence reads through a Sequence (Keras 3: PyDataset) of the script's own
 instead, as many scripts do: each rank takes every ranks-th file of the sorted
 class folders, batch b opens its files with PIL, and fit reads all of its
-batches every epoch (no augmentation).
+batches every epoch (no augmentation); --workers N loads them in N threads
+(tf.keras 2: fit's workers, Keras 3: the PyDataset's).
 Horovod (Keras 2 line) averages gradients; without it (Keras 3 line) the
 ranks come from the launcher's environment and train independently.
 """
@@ -34,8 +35,9 @@ def main():
                     "Horovod's Keras ImageNet example does (validation_steps = 3 x its "
                     "batches // ranks)")
     ap.add_argument("--workers", type=int, default=1,
-                    help="fit(workers=N), tf.keras 2 only: N threads load the batches "
-                         "(Horovod's Keras ImageNet example uses 4)")
+                    help="fit(workers=N), tf.keras 2 only (with --sequence also Keras 3's "
+                         "PyDataset): N threads load the batches (Horovod's Keras ImageNet "
+                         "example uses 4)")
     ap.add_argument("--sequence", action="store_true",
                     help="read through a Sequence of the script's own, sharded by rank")
     a = ap.parse_args()
@@ -94,15 +96,17 @@ def main():
     return 0
 
 
-def file_sequence(data, batch_size, image_size, rank, size):
+def file_sequence(data, batch_size, image_size, rank, size, workers):
     from PIL import Image
-    base = getattr(tf.keras.utils, "PyDataset", None) or tf.keras.utils.Sequence
+    base = getattr(tf.keras.utils, "PyDataset", None)
+    kw = {"workers": workers} if base is not None and workers > 1 else {}
+    base = base or tf.keras.utils.Sequence
 
     class Files(base):
         """Every size-th file of the class folders from `rank` on, batch_size at a time."""
 
         def __init__(self):
-            super().__init__()
+            super().__init__(**kw)
             classes = sorted(d for d in os.listdir(data) if os.path.isdir(os.path.join(data, d)))
             found = [(os.path.join(data, c, f), k) for k, c in enumerate(classes)
                      for f in sorted(os.listdir(os.path.join(data, c)))]
@@ -123,12 +127,14 @@ def file_sequence(data, batch_size, image_size, rank, size):
 
 
 def train_sequence(a, rank, size):
-    seq = file_sequence(a.data, a.batch_size, a.image_size, rank, size)
+    seq = file_sequence(a.data, a.batch_size, a.image_size, rank, size, a.workers)
     model = common.small_cnn(a.image_size, seq.num_classes)
     common.compile_model(model, a.lr, size)
+    keras2 = not hasattr(tf.keras.utils, "PyDataset")
+    extra = {"workers": a.workers} if keras2 and a.workers > 1 else {}
     model.fit(seq, epochs=a.epochs,
               callbacks=common.callbacks(rank, size, a.checkpoint_dir, a.report, a.step_ms),
-              verbose=2 if rank == 0 else 0)
+              verbose=2 if rank == 0 else 0, **extra)
     return 0
 
 

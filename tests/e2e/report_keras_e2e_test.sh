@@ -19,7 +19,10 @@
 # evaluation may wait, and a training epoch (foreseen as the epoch before
 # ended, docs/report.md "The next epoch, foreseen": 0-1 waited in 47 of 48
 # node-epochs over 8 runs, 34 in one). A later evaluation, foreseen a
-# training epoch early: at most 2 batches (0 in 96 node-epochs).
+# training epoch early: at most 2 batches (0 in 96 node-epochs). The +seq
+# cases read through the script's own Sequence (Keras 3: PyDataset), with and
+# without 4 workers: the same bounds, after the epoch that learns its batches'
+# files (the prefetcher's epochs start with the first reported one).
 # A missing venv skips (77), or fails when CI=true.
 set -uo pipefail
 BIN=$CLAIRFS_BIN
@@ -38,9 +41,11 @@ fail=0
 # (tf.keras 2: an OrderedEnqueuer whose 4 threads load the batches), run as
 # that example does: validating on another directory every epoch with
 # validation_steps = 3 x its batches // ranks (1.5 passes over it).
-# VENV+seq: the script's own Sequence (PyDataset), sharded by rank
-# (train_flow.py --sequence): its batches' files are learned in epoch 0.
-for case in tf-keras2 tf-keras2:4 tf-current tf-keras2+seq tf-current+seq; do
+# VENV[:WORKERS]+seq: the script's own Sequence (PyDataset), sharded by rank
+# (train_flow.py --sequence), no validation: its batches' files are learned in
+# epoch 0.
+for case in tf-keras2 tf-keras2:4 tf-current tf-keras2+seq tf-current+seq tf-keras2:4+seq \
+  tf-current:4+seq; do
   # REPORT_KERAS_CASES (a regex of case names) runs some of them only.
   [[ $case =~ ^(${REPORT_KERAS_CASES:-.*})$ ]] || continue
   base=${case%+seq} venv=${case%%[:+]*} workers=1 seq=()
@@ -54,7 +59,7 @@ for case in tf-keras2 tf-keras2:4 tf-current tf-keras2+seq tf-current+seq; do
   py=$VENVS/$venv/bin/python
   args=(--epochs $EPOCHS --batch-size $BATCH --image-size 32 --seed 42 --deterministic --workers "$workers"
     --step-ms "${STEP_MS:-10}" ${seq[@]+"${seq[@]}"})
-  val=(); [[ $workers -gt 1 ]] && val=(--val-data)
+  val=(); [[ $workers -gt 1 && -z ${seq[*]-} ]] && val=(--val-data)
   PYTHONPATH=$BIN/report timeout 600 "$MPIEXEC" -n 1 "$py" "$SCRIPT" "$T/mnt0/train" "${args[@]}" ${val:+"${val[@]}" "$T/mnt0/val"} \
     : -n 1 "$py" "$SCRIPT" "$T/mnt1/train" "${args[@]}" ${val:+"${val[@]}" "$T/mnt1/val"} >"$T/train-$case.log" 2>&1 ||
     { echo "FAIL $case: training"; tail -20 "$T/train-$case.log"; fail=1; }

@@ -10,7 +10,8 @@ CONFIG: {"steps": S or null, "epochs": E, "batch": B, "seed": N, "shuffle": bool
          "val_steps": validation_steps over a second iterator of DATA_DIR,
          "custom": "plain" or "reshuffle": fit over a Sequence (PyDataset) of the job's own
          instead, whose batch b opens its files with PIL; "reshuffle" redraws its sample
-         order in on_epoch_end. Its loads are [pass, batch index, [sample, ...]].}
+         order in on_epoch_end. Its loads are [pass, batch index, [sample, ...]]. With
+         "workers" (tf.keras 2: fit's, Keras 3: the PyDataset's) its pool reads them.}
 """
 import hashlib
 import json
@@ -55,14 +56,17 @@ def small_model(classes, per_execution=1):
     return model
 
 
-def custom_sequence(data, bs, reshuffle, loads, passes):
-    """A Sequence of the job's own over DATA_DIR's class folders (PIL opens each file)."""
+def custom_sequence(data, bs, reshuffle, loads, passes, workers=1):
+    """A Sequence of the job's own over DATA_DIR's class folders (PIL opens each file);
+    Keras 3: a PyDataset with `workers`."""
     from PIL import Image
-    base = getattr(tf.keras.utils, "PyDataset", None) or tf.keras.utils.Sequence
+    base = getattr(tf.keras.utils, "PyDataset", None)
+    kw = {"workers": workers} if base is not None and workers > 1 else {}
+    base = base or tf.keras.utils.Sequence
 
     class Files(base):
         def __init__(self):
-            super().__init__()
+            super().__init__(**kw)
             classes = sorted(os.listdir(data))
             self.paths, self.labels = [], []
             for k, c in enumerate(classes):
@@ -138,10 +142,14 @@ def main():
 
 def main_custom(data, out, cfg):
     loads, passes = [], []
-    seq = custom_sequence(data, cfg.get("batch", 4), cfg["custom"] == "reshuffle", loads, passes)
+    workers = cfg.get("workers", 1)
+    seq = custom_sequence(data, cfg.get("batch", 4), cfg["custom"] == "reshuffle", loads, passes,
+                          workers)
+    keras2 = not hasattr(tf.keras.utils, "PyDataset")
+    extra = {"workers": workers} if keras2 and workers > 1 else {}
     model = small_model(seq.classes)
     hist = model.fit(seq, steps_per_epoch=cfg.get("steps"), epochs=cfg.get("epochs", 3),
-                     shuffle=cfg.get("shuffle", True), verbose=0)
+                     shuffle=cfg.get("shuffle", True), verbose=0, **extra)
     h = hashlib.blake2b(digest_size=16)
     for w in model.get_weights():
         h.update(np.ascontiguousarray(w).tobytes())

@@ -238,11 +238,11 @@ class Keras(Jobs):
                 self.assertEqual(guesses[(max(streams), 1)], val[1][:n])
                 self.assertEqual(guesses[(min(streams), 1)], train[1])
 
-    def custom(self, py, kind, steps=None, epochs=4):
+    def custom(self, py, kind, steps=None, epochs=4, workers=1):
         d = FakeDaemon()
         try:
             r = self.job(py, {"custom": kind, "steps": steps, "epochs": epochs, "batch": BATCH,
-                              "seed": 3}, d)
+                              "seed": 3, "workers": workers}, d)
         finally:
             d.close()
         self.assertEqual((d.errors, r["stderr"]), ([], ""))
@@ -281,13 +281,40 @@ class Keras(Jobs):
                     self.assertEqual(d.files[table], {b: ["data/" + files[i] for i in idx]
                                                       for p in passes for b, idx in p})
                     self.assertEqual(sorted(d.files[table]), list(range(LEN)))
+                    # batch_size: the most files a batch opened (the daemon counts files)
                     self.assertEqual(d.loaders, {(r["pid"], 1): {
-                        "batch_size": 1, "num_workers": 0, "prefetch_factor": 1}})
+                        "batch_size": BATCH, "num_workers": 0, "prefetch_factor": 1}})
                     if self.keras3(py):
                         self.assertEqual(guesses, {})
                     else:
                         self.assertEqual(sorted(guesses), [1, 2, 3, 4])
                         self.assertEqual([guesses[e] for e in (1, 2, 3)], [got[1], got[2], got[3]])
+
+    def test_custom_sequence_workers(self):
+        # Read by a pool of 2 threads (tf.keras 2: fit(workers=2), an OrderedEnqueuer per
+        # epoch; Keras 3: PyDataset(workers=2), one enqueuer whose thread each epoch starts):
+        # each batch's files learned in the pool thread that reads it, each epoch after the
+        # first reported as the pass its enqueuer drew (tf.keras 2: as foreseen, exactly).
+        for py in PYTHONS:
+            with self.subTest(py=py):
+                d, r, got, tabs, passes, guesses = self.custom(py, "plain", epochs=3, workers=2)
+                self.assertEqual(sorted(got), [1, 2])
+                table = tabs.pop()
+                files = r["filepaths"]
+                loads = [(b, idx) for p in passes for b, idx in p]
+                self.assertEqual(d.files[table], {b: ["data/" + files[i] for i in idx]
+                                                  for b, idx in loads})
+                self.assertEqual(d.loaders, {(r["pid"], 1): {
+                    "batch_size": BATCH, "num_workers": 2, "prefetch_factor": 5}})
+                # Epoch e's loads: its enqueuer's (tf.keras 2), the e-th pass of the one
+                # enqueuer's (Keras 3); each a whole pass.
+                per_epoch = passes if len(passes) == 3 else [
+                    loads[e * LEN:(e + 1) * LEN] for e in range(3)]
+                for e in (1, 2):
+                    self.assertEqual(sorted(got[e]), list(range(LEN)), (py, e))
+                    self.assertEqual(sorted(b for b, _ in per_epoch[e]), list(range(LEN)))
+                if not self.keras3(py):
+                    self.assertEqual([guesses[e] for e in (1, 2)], [got[1], got[2]])
 
     def test_custom_sequence_reshuffled(self):
         # Its on_epoch_end redraws which samples each batch holds: epoch 1's batches open

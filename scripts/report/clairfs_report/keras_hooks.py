@@ -42,6 +42,7 @@ Every hook body runs under guard.call: a failure turns the reporter off, never t
 generator runs in a tf.data thread: reports are sent under one lock.
 """
 import functools
+import os
 import random
 import threading
 from array import array
@@ -166,12 +167,8 @@ def _patch_enqueuer(data_utils):
         w = guard.call(_take_expected, self)
         try:
             if w is not None:
-                w.shuffled = bool(getattr(self, "shuffle", False))
                 _tls.enqueued, _tls.sends = w, 0
-                if w.shuffled:
-                    _tls.watch = w
-                else:
-                    guard.call(_report, w, None)
+                guard.call(_start_draw, w, self)
             return orig_run(self)
         finally:
             _tls.watch = _tls.enqueued = None
@@ -192,21 +189,26 @@ def _patch_enqueuer(data_utils):
     E._run = _run
     E._send_sequence = _send_sequence
     _swap_random(data_utils)
+    _wrap_get_index(data_utils)
     return True
 
 
 def _next_pass(w):
     """The enqueuer's thread starts another pass: one the epoch still reads from (an epoch of
     more steps than the Sequence has batches, as validation_steps often is) is reported as
-    more of that epoch; a pass begun after the epoch's steps is read only up to the queue's
-    depth before fit stops it, and is not reported."""
+    more of that epoch. So is the start of a pass begun when the epoch's steps end with a pass
+    (steps_per_epoch = len): the pool reads up to `past` batches of it before fit stops it.
+    Nothing after that."""
     if w.left is None:
         return  # the epoch's first pass was not reported
-    if w.left <= 0:
+    if w.left <= 0 and w.spill <= 0:
         _tls.enqueued = None
         return
     nxt = _Pass(w.adapter, w.seq)
     nxt.shape, nxt.past, nxt.shuffled, nxt.left, nxt.more = w.shape, w.past, w.shuffled, w.left, True
+    if w.left <= 0:
+        nxt.past = w.spill  # only what the pool may read past the epoch's last step
+    nxt.custom = w.custom
     _tls.enqueued = nxt
     if nxt.shuffled:
         _tls.watch = nxt
@@ -217,10 +219,24 @@ def _next_pass(w):
 _expected = {}  # id(Sequence) -> the _Pass its next OrderedEnqueuer reports
 
 
+def _start_draw(w, enqueuer):
+    """In an enqueuer's thread, before its first pass is drawn: the draw reports it (or,
+    unshuffled, it is reported now)."""
+    w.shuffled = bool(getattr(enqueuer, "shuffle", False))
+    if w.shuffled:
+        _tls.watch = w
+    else:
+        _report(w, None)
+
+
 def _expect_enqueuer(adapter, seq, shuffled, workers, max_queue_size):
+    custom = None
     if not _eligible(seq):
-        return
+        custom = _custom_of(seq)
+        if custom is None:
+            return
     w = _Pass(adapter, seq)
+    w.custom = custom
     # the pool's workers each read a batch, the queue holds max_queue_size in all
     w.shape = (int(workers), max(1, -(-int(max_queue_size) // max(1, int(workers)))))
     # When fit stops the enqueuer at the epoch's end the queue is full and the pool reads
@@ -234,9 +250,46 @@ def _expect_enqueuer(adapter, seq, shuffled, workers, max_queue_size):
 
 
 def _take_expected(enqueuer):
+    seq = getattr(enqueuer, "sequence", None) or getattr(enqueuer, "py_dataset", None)
     with _lock:
-        w = _expected.pop(id(getattr(enqueuer, "sequence", None)), None)
-    return w if w is not None and w.seq is enqueuer.sequence else None
+        w = _expected.pop(id(seq), None)
+        if w is None or w.seq is not seq:
+            return None
+        if w.custom is not None:
+            # its pool's get_index(uid, i) reads batch i: learned there (_get_index)
+            for uid in [u for u, c in _by_uid.items() if c is w.custom]:
+                del _by_uid[uid]
+            _by_uid[enqueuer.uid] = w.custom
+    return w
+
+
+_by_uid = {}  # an enqueuer's uid -> the _Custom its pool reads
+
+
+def _wrap_get_index(module):
+    """The enqueuers' get_index(uid, i) (seq[i] in a pool thread), learning batch i's files
+    for a Sequence of the user's own (threads only: a pool process learns nothing)."""
+    orig = getattr(module, "get_index", None)
+    if orig is None or getattr(orig, "_clairfs", False):
+        return
+
+    @functools.wraps(orig)
+    def get_index(uid, i):
+        c = _by_uid.get(uid)
+        cur = None
+        if c is not None and not c.stale and not guard.off and c.pid == os.getpid():
+            cur = guard.call(learn.watch)
+        try:
+            out = orig(uid, i)
+        finally:
+            if cur is not None:
+                learn.unwatch()
+        if cur is not None:
+            guard.call(_learned, c, i, cur)
+        return out
+
+    get_index._clairfs = True
+    module.get_index = get_index
 
 
 def _steps_of_handler(handler):
@@ -259,6 +312,8 @@ def _patch_keras3(module):
 
     @functools.wraps(orig_begin)
     def on_epoch_begin(self, *args, **kwargs):
+        if getattr(self, "enqueuer", None) is not None and not guard.off:
+            guard.call(_expect_enqueuer3, self)  # before it starts the enqueuer's thread
         out = orig_begin(self, *args, **kwargs)
         # fit's first on_epoch_begin is epoch 0; counted after: it raises when misused
         epoch = self.__dict__[_EPOCHS] = self.__dict__.get(_EPOCHS, -1) + 1
@@ -279,6 +334,48 @@ def _patch_keras3(module):
     A.on_epoch_begin = on_epoch_begin
     A.on_epoch_end = on_epoch_end
     _swap_random(module)
+    guard.call(_patch_enqueuer3, module)
+
+
+def _patch_enqueuer3(module):
+    """Keras 3's OrderedEnqueuer (a PyDataset with workers > 1 or use_multiprocessing): made
+    once per adapter, its _run thread started by each on_epoch_begin draws the epoch's batch
+    order with the module's `random` and hands batch after batch to a pool. Watched for a
+    PyDataset of the user's own only (Keras's iterators take no workers in Keras 3)."""
+    E = getattr(module, "OrderedEnqueuer", None)
+    if E is None or not callable(getattr(E, "_run", None)):
+        return
+    orig_run = E._run
+
+    @functools.wraps(orig_run)
+    def _run(self):
+        w = guard.call(_take_expected, self)
+        try:
+            if w is not None:
+                guard.call(_start_draw, w, self)
+            return orig_run(self)
+        finally:
+            _tls.watch = None
+
+    E._run = _run
+    _wrap_get_index(module)
+
+
+def _expect_enqueuer3(adapter):
+    seq = adapter.py_dataset
+    if _eligible(seq):
+        return
+    custom = _custom_of(seq)
+    if custom is None:
+        return
+    w = _Pass(adapter, seq)
+    w.custom, w.keras3 = custom, True
+    workers = max(1, int(getattr(seq, "workers", 1)))
+    w.shape = (workers, max(1, -(-int(getattr(seq, "max_queue_size", 10)) // workers)))
+    # Only whole passes are followed: the pass ends the epoch, nothing is read past it.
+    w.epoch = adapter.__dict__.get(_EPOCHS, -1) + 1
+    with _lock:
+        _expected[id(seq)] = w
 
 
 def _patch_epoch_iterator(module):
@@ -308,7 +405,8 @@ class _Pass:
     batches an epoch takes, `arrays` [(first batch position, index_array)] the arrays the
     batches from each position on read (the last one: every batch not begun yet)."""
     __slots__ = ("adapter", "seq", "started", "order", "pos", "per_epoch", "arrays", "table",
-                 "shape", "past", "shuffled", "left", "more", "custom", "batches")
+                 "shape", "past", "shuffled", "left", "more", "custom", "batches", "epoch",
+                 "keras3", "spill")
 
     def __init__(self, adapter, seq):
         self.adapter, self.seq = adapter, seq
@@ -319,8 +417,14 @@ class _Pass:
         # Whether it draws its batch order; an enqueuer's: the epoch's batches still to read
         # after this pass once reported, whether this pass is more of an epoch already reported.
         self.shuffled, self.left, self.more = False, None, False
+        # An enqueuer's: the batches read past the epoch's steps that this pass does not hold
+        # (read from the next pass's start).
+        self.spill = 0
         # A Sequence of the user's own: its _Custom, and the pass's batch order once drawn.
         self.custom, self.batches = None, None
+        # The epoch when known before the draw (Keras 3's enqueuer draws in its own thread as
+        # on_epoch_begin starts it); whether the adapter is Keras 3's.
+        self.epoch, self.keras3 = None, False
 
 
 def _watch(gen, adapter, seq, shuffled):
@@ -353,7 +457,7 @@ def _watch(gen, adapter, seq, shuffled):
                 if cur is not None:
                     learn.unwatch()
             if cur is not None:
-                guard.call(_learned, w, cur)
+                guard.call(_learned_in_pass, w, cur)
             yield item
     except StopIteration:
         return
@@ -367,10 +471,11 @@ class _Custom:
     other files than it did before (a Sequence that reshuffles its samples in on_epoch_end,
     or picks them at random) or a whole pass opened nothing under a mount (its opens are not
     audit events): from then on it is not reported."""
-    __slots__ = ("table", "learned", "stale", "rooted")
+    __slots__ = ("table", "learned", "stale", "rooted", "pid")
 
     def __init__(self, table):
         self.table, self.learned, self.stale, self.rooted = table, {}, False, False
+        self.pid = os.getpid()  # learned in this process's threads only
 
 
 def _custom_of(seq):
@@ -396,24 +501,29 @@ def _custom_of(seq):
     return c
 
 
-def _learned(w, cur):
-    """After the pass's batch w.started - 1 was read over a Sequence of the user's own: the
-    files it opened, learned and sent the first time, compared after."""
-    c, i = w.custom, w.started - 1
-    if c.stale or w.batches is None or i >= len(w.batches):
-        return
-    b = w.batches[i]
+def _learned(c, b, cur):
+    """After batch b of a Sequence of the user's own was read (record `cur` of learn.watch):
+    the files it opened, learned and sent the first time, compared after."""
     files = list(dict.fromkeys(cur[2]))  # (root, rel) in first-open order
-    known = c.learned.get(b)
-    if known is None:
-        c.learned[b] = frozenset(files)
-        if files:
-            if not c.rooted:  # its orders go where its files are read
-                c.table.roots, c.rooted = [files[0][0]], True
-            with _lock:
+    with _lock:
+        if c.stale:
+            return
+        known = c.learned.get(b)
+        if known is None:
+            c.learned[b] = frozenset(files)
+            if files:
+                if not c.rooted:  # its orders go where its files are read
+                    c.table.roots, c.rooted = [files[0][0]], True
                 learn.send(c.table.key, [[None, b, files]])
-    elif known != frozenset(files):
-        c.stale = True
+        elif known != frozenset(files):
+            c.stale = True
+
+
+def _learned_in_pass(w, cur):
+    """The same for the batch a pass's generator just read (its w.started-th)."""
+    i = w.started - 1
+    if w.batches is not None and i < len(w.batches):
+        _learned(w.custom, w.batches[i], cur)
 
 
 def _eligible(seq):
@@ -441,41 +551,60 @@ def _report(w, batch_order):
 
 
 def _report_locked(w, batch_order):
-    adapter, seq = w.adapter, w.seq
-    if w.custom is not None:
-        w.batches = list(batch_order) if batch_order is not None else list(range(len(seq)))
-    epoch = adapter.__dict__.get(_EPOCHS, 0)
+    adapter, seq, c = w.adapter, w.seq, w.custom
+    if batch_order is None:
+        batch_order = range(len(seq))
+    if c is not None:
+        w.batches = list(batch_order)  # what its reads learn (_learned)
+    epoch = w.epoch if w.epoch is not None else adapter.__dict__.get(_EPOCHS, 0)
     rec = adapter.__dict__.get(_STREAM)
     if w.more:
-        if rec is None:
-            return
+        if rec is None or (c is not None and rec[2] != rec[1]):
+            return  # more of an epoch not reported
         epoch = rec[1]  # another segment of the epoch reported last
     elif rec is not None and epoch <= rec[1]:
         return  # a second pass begun within one epoch (not fit's way): not reported
-    if w.custom is not None:
-        _report_custom(w, epoch, rec)
-        return
-    index_array = seq.index_array
-    if index_array is None:
-        return  # drawn by the first batch read (no peek before): not known yet
-    table = tables.table_for(seq, _filepaths)
-    if table is None:
-        return
-    if rec is None:
-        rec = adapter.__dict__[_STREAM] = [tables.new_stream(), -1]
-    rec[1] = epoch
-    n_batches = len(seq)
-    if batch_order is None:
-        batch_order = range(n_batches)
+    if c is not None:
+        if c.learned and not any(c.learned.values()):
+            c.stale = True  # a pass opened nothing the audit hook sees
+        if c.stale:
+            return
+        table, index_array = c.table, None
+    else:
+        index_array = seq.index_array
+        if index_array is None:
+            return  # drawn by the first batch read (no peek before): not known yet
+        table = tables.table_for(seq, _filepaths)
+        if table is None:
+            return
     if w.more:
         per_epoch = min(w.left, len(batch_order))
         w.left -= per_epoch
     else:
         per_epoch = _batches_per_epoch(adapter, len(batch_order))
+        if c is not None and per_epoch < len(batch_order) and \
+                (_PASS in adapter.__dict__ or w.keras3):
+            return  # Keras 3, a pass serving several epochs: not followed for these
         if w.shape[0] > 0:  # an enqueuer's: an epoch of more steps reads on in its next pass
             w.left = (adapter.__dict__.get(_STEPS) or per_epoch) - per_epoch
         if _PASS not in adapter.__dict__:
             adapter.__dict__[_FIRST] = w  # tf.keras 2: its next epoch may be known early
+    if w.shape[0] > 0 and per_epoch >= len(batch_order) and not (w.more and w.left <= 0):
+        # the epoch's steps end with this pass: once they are taken the queue is empty and
+        # the enqueuer begins the next pass, whose first batches the pool reads before fit
+        # stops it (steps ending inside a pass: fit stops it first, the pool reads on in it)
+        w.spill = w.past
+    if rec is None:
+        rec = adapter.__dict__[_STREAM] = [tables.new_stream(), -1, -1]
+    rec[1] = epoch
+    if c is not None:
+        # Its table is indexed by batch. The first epoch learns it: nothing known yet, nor
+        # which daemon reads it (_learned), so it is not reported.
+        if c.learned:
+            rec[2] = epoch
+            _send(table, rec[0], _files_per_batch(c), epoch,
+                  array("I", batch_order[:per_epoch + w.past]), w.shape)
+        return
     bs = int(seq.batch_size)
     samples = index_array.tolist() if hasattr(index_array, "tolist") else list(index_array)
     flat = array("I")
@@ -491,23 +620,10 @@ def _report_locked(w, batch_order):
     _send(table, rec[0], bs, epoch, flat, w.shape, guess)
 
 
-def _report_custom(w, epoch, rec):
-    """The ORDER of a pass over a Sequence of the user's own: its batch indices in the order
-    drawn, over its table of learned batches, to the daemon of the mount its first learned
-    file is on. The first epoch, which learns them, is not reported. Keras 3 with a pass
-    serving several epochs: not reported (what each epoch reads of it is not tracked)."""
-    c, adapter = w.custom, w.adapter
-    if c.learned and not any(c.learned.values()):
-        c.stale = True  # a pass opened nothing the audit hook sees
-    per_epoch = _batches_per_epoch(adapter, len(w.batches))
-    if c.stale or (per_epoch < len(w.batches) and _PASS in adapter.__dict__):
-        return
-    if rec is None:
-        rec = adapter.__dict__[_STREAM] = [tables.new_stream(), -1]
-    rec[1] = epoch
-    adapter.__dict__[_FIRST] = w  # its next epoch may be foreseen (_note_next)
-    if c.learned:  # the first epoch learns: nothing known yet, nor which daemon reads it
-        _send(c.table, rec[0], 1, epoch, array("I", w.batches[:per_epoch]))
+def _files_per_batch(c):
+    """A learned Sequence's batch size for its LOADER frame: the most files a batch opened
+    (the daemon's read window counts files)."""
+    return max(1, max((len(v) for v in c.learned.values()), default=1))
 
 
 def _batches_per_epoch(adapter, n_batches):

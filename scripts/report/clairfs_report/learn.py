@@ -22,6 +22,7 @@ import threading
 from . import channel, guard, tables, wire
 
 _current = None       # [thread id, index, [(root, rel), ...]] while an index is fetched
+_watching = {}        # thread id -> such a record, for watch()/unwatch()
 _hook_installed = False
 _get_ident = threading.get_ident
 
@@ -34,9 +35,15 @@ def key_of(base_seed, main_pid):
 
 
 def _hook(event, args):
-    c = _current
-    if c is None or event != "open":
+    if event != "open":
         return
+    c = _current
+    if c is None:
+        if not _watching:
+            return
+        c = _watching.get(_get_ident())
+        if c is None:
+            return
     try:
         if c[0] != _get_ident():
             return
@@ -156,18 +163,16 @@ def fetch_one(fetcher, idx, learner, orig):
 
 def watch():
     """Collects this thread's opens under a mount until unwatch(), for a caller that reads
-    one table index (a Keras Sequence's batch) at a time: the record [thread, None, files],
-    files (root, relative path) as opened."""
-    global _current
+    one table index (a Keras Sequence's batch) at a time, in any number of threads at once:
+    the record [thread, None, files], files (root, relative path) as opened."""
     _install_hook()
     cur = [_get_ident(), None, []]
-    _current = cur
+    _watching[cur[0]] = cur
     return cur
 
 
 def unwatch():
-    global _current
-    _current = None
+    _watching.pop(_get_ident(), None)
 
 
 def send(key, records):
