@@ -10,7 +10,7 @@ CONFIG: {"steps": S or null, "epochs": E, "batch": B, "seed": N, "shuffle": bool
          "val_steps": validation_steps over a second iterator of DATA_DIR,
          "custom": "plain" or "reshuffle": fit over a Sequence (PyDataset) of the job's own
          instead, whose batch b opens its files with PIL; "reshuffle" redraws its sample
-         order in on_epoch_end. Its loads are [pass, batch index, [sample, ...]]. With
+         order in on_epoch_end; "memory" loads every file up front and opens none after. Its loads are [pass, batch index, [sample, ...]]. With
          "workers" (tf.keras 2: fit's, Keras 3: the PyDataset's) its pool reads them.}
 """
 import hashlib
@@ -56,7 +56,7 @@ def small_model(classes, per_execution=1):
     return model
 
 
-def custom_sequence(data, bs, reshuffle, loads, passes, workers=1):
+def custom_sequence(data, bs, kind, loads, passes, workers=1):
     """A Sequence of the job's own over DATA_DIR's class folders (PIL opens each file);
     Keras 3: a PyDataset with `workers`."""
     from PIL import Image
@@ -75,6 +75,10 @@ def custom_sequence(data, bs, reshuffle, loads, passes, workers=1):
                     self.labels.append(k)
             self.classes = len(classes)
             self.perm = list(range(len(self.paths)))
+            self.memory = [self.load(p) for p in self.paths] if kind == "memory" else None
+
+        def load(self, path):
+            return np.asarray(Image.open(path).convert("RGB").resize((8, 8)), dtype=np.float32)
 
         def __len__(self):
             return -(-len(self.paths) // bs)
@@ -82,13 +86,13 @@ def custom_sequence(data, bs, reshuffle, loads, passes, workers=1):
         def __getitem__(self, b):
             idx = self.perm[b * bs:(b + 1) * bs]
             loads.append([pass_of(sys._getframe(1), passes), b, idx])
-            x = np.stack([np.asarray(Image.open(self.paths[i]).convert("RGB").resize((8, 8)),
-                                     dtype=np.float32) / 255 for i in idx])
+            x = np.stack([(self.memory[i] if self.memory else self.load(self.paths[i])) / 255
+                          for i in idx])
             y = np.eye(self.classes, dtype=np.float32)[[self.labels[i] for i in idx]]
             return x, y
 
         def on_epoch_end(self):
-            if reshuffle:
+            if kind == "reshuffle":
                 np.random.shuffle(self.perm)
 
     return Files()
@@ -143,8 +147,7 @@ def main():
 def main_custom(data, out, cfg):
     loads, passes = [], []
     workers = cfg.get("workers", 1)
-    seq = custom_sequence(data, cfg.get("batch", 4), cfg["custom"] == "reshuffle", loads, passes,
-                          workers)
+    seq = custom_sequence(data, cfg.get("batch", 4), cfg["custom"], loads, passes, workers)
     keras2 = not hasattr(tf.keras.utils, "PyDataset")
     extra = {"workers": workers} if keras2 and workers > 1 else {}
     model = small_model(seq.classes)

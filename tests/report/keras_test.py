@@ -326,6 +326,15 @@ class Keras(Jobs):
                 self.assertEqual(sorted(got), [1])
                 self.assertEqual(sorted(guesses), [] if self.keras3(py) else [1])
 
+    def test_custom_sequence_in_memory(self):
+        # Its files loaded up front: its batches open nothing, so nothing is reported after
+        # the epoch that learned so (no ORDER, no GUESS, no TABLE_FILES).
+        for py in PYTHONS:
+            with self.subTest(py=py):
+                d, r, got, tabs, passes, guesses = self.custom(py, "memory", epochs=3)
+                self.assertEqual(len(passes), 3)  # it was read
+                self.assertEqual((got, guesses, d.files), ({}, {}, {}))
+
     def test_custom_same_results(self):
         for py in PYTHONS:
             with self.subTest(py=py):

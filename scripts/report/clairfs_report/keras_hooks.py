@@ -677,8 +677,9 @@ def _note_next(adapter):
     node-epochs and at most 1 in 47 of 48 training ones, 34 in one)."""
     w = adapter.__dict__.get(_FIRST)
     rec = adapter.__dict__.get(_STREAM)
-    if w is None or rec is None or (w.custom is not None and w.custom.stale):
-        return
+    if w is None or rec is None or (w.custom is not None and (w.custom.stale or
+                                                              not w.custom.rooted)):
+        return  # a Sequence of the user's own whose reads showed no file on a mount yet
     seq = w.seq
     order = list(range(len(seq)))
     if w.shuffled:
