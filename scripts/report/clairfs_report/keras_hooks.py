@@ -29,7 +29,7 @@ min(steps_per_epoch, len) batches of the drawn order, index_array[b*bs:(b+1)*bs]
 index_array as it is when the order is drawn. That for a Sequence whose __getitem__ is Keras's
 own Iterator.__getitem__ and which has `filepaths` and `index_array`. Any other Sequence read
 without workers is a table of batches whose files are learned (learn.watch around each batch
-read, _Custom): its epochs after the first are reported as batch indices.
+read, keras_custom): its epochs after the first are reported as batch indices.
 Keras 3 with steps_per_epoch < len: one pass serves several epochs, and on_epoch_end redraws
 index_array while the generator reads ahead. The pass counts the batches its generator has
 begun; at each adapter on_epoch_end the new index_array is noted with that count (batches begun
@@ -42,12 +42,11 @@ Every hook body runs under guard.call: a failure turns the reporter off, never t
 generator runs in a tf.data thread: reports are sent under one lock.
 """
 import functools
-import os
 import random
 import threading
 from array import array
 
-from . import channel, guard, learn, tables, wire
+from . import channel, guard, keras_custom, learn, tables, wire
 
 # .watch: the _Pass whose first step this thread is running; in an enqueuer's thread,
 # .enqueued: the _Pass it reads, .sends: its _send_sequence calls so far
@@ -59,7 +58,6 @@ _STREAM = "_clairfs_stream"   # adapter attribute: [stream id, last epoch report
 _PASS = "_clairfs_pass"       # adapter attribute (Keras 3): the _Pass whose epochs continue
 _EXEC = "_clairfs_exec"       # adapter attribute (Keras 3): fit's steps_per_execution
 _FIRST = "_clairfs_first"     # adapter attribute (tf.keras 2): the _Pass of its last epoch
-_CUSTOM = "_clairfs_custom"   # Sequence attribute: its _Custom (a Sequence of the user's own)
 # tf.keras 2: stream -> (table, epoch, files), an unshuffled adapter's next epoch as its
 # on_epoch_end left it (_note_next), sent as a GUESS after each ORDER of another stream until
 # its own ORDER
@@ -189,7 +187,7 @@ def _patch_enqueuer(data_utils):
     E._run = _run
     E._send_sequence = _send_sequence
     _swap_random(data_utils)
-    _wrap_get_index(data_utils)
+    keras_custom.wrap_get_index(data_utils)
     return True
 
 
@@ -232,7 +230,7 @@ def _start_draw(w, enqueuer):
 def _expect_enqueuer(adapter, seq, shuffled, workers, max_queue_size):
     custom = None
     if not _eligible(seq):
-        custom = _custom_of(seq)
+        custom = keras_custom.of(seq)
         if custom is None:
             return
     w = _Pass(adapter, seq)
@@ -255,41 +253,9 @@ def _take_expected(enqueuer):
         w = _expected.pop(id(seq), None)
         if w is None or w.seq is not seq:
             return None
-        if w.custom is not None:
-            # its pool's get_index(uid, i) reads batch i: learned there (_get_index)
-            for uid in [u for u, c in _by_uid.items() if c is w.custom]:
-                del _by_uid[uid]
-            _by_uid[enqueuer.uid] = w.custom
+    if w.custom is not None:
+        keras_custom.enqueued(enqueuer.uid, w.custom)  # its pool's get_index learns
     return w
-
-
-_by_uid = {}  # an enqueuer's uid -> the _Custom its pool reads
-
-
-def _wrap_get_index(module):
-    """The enqueuers' get_index(uid, i) (seq[i] in a pool thread), learning batch i's files
-    for a Sequence of the user's own (threads only: a pool process learns nothing)."""
-    orig = getattr(module, "get_index", None)
-    if orig is None or getattr(orig, "_clairfs", False):
-        return
-
-    @functools.wraps(orig)
-    def get_index(uid, i):
-        c = _by_uid.get(uid)
-        cur = None
-        if c is not None and not c.stale and not guard.off and c.pid == os.getpid():
-            cur = guard.call(learn.watch)
-        try:
-            out = orig(uid, i)
-        finally:
-            if cur is not None:
-                learn.unwatch()
-        if cur is not None:
-            guard.call(_learned, c, i, cur)
-        return out
-
-    get_index._clairfs = True
-    module.get_index = get_index
 
 
 def _steps_of_handler(handler):
@@ -358,14 +324,14 @@ def _patch_enqueuer3(module):
             _tls.watch = None
 
     E._run = _run
-    _wrap_get_index(module)
+    keras_custom.wrap_get_index(module)
 
 
 def _expect_enqueuer3(adapter):
     seq = adapter.py_dataset
     if _eligible(seq):
         return
-    custom = _custom_of(seq)
+    custom = keras_custom.of(seq)
     if custom is None:
         return
     w = _Pass(adapter, seq)
@@ -420,7 +386,8 @@ class _Pass:
         # An enqueuer's: the batches read past the epoch's steps that this pass does not hold
         # (read from the next pass's start).
         self.spill = 0
-        # A Sequence of the user's own: its _Custom, and the pass's batch order once drawn.
+        # A Sequence of the user's own: its keras_custom.Custom, and the pass's batch order
+        # once drawn.
         self.custom, self.batches = None, None
         # The epoch when known before the draw (Keras 3's enqueuer draws in its own thread as
         # on_epoch_begin starts it); whether the adapter is Keras 3's.
@@ -435,7 +402,7 @@ def _watch(gen, adapter, seq, shuffled):
         return
     custom = None
     if not _eligible(seq):
-        custom = guard.call(_custom_of, seq)
+        custom = guard.call(keras_custom.of, seq)
         if custom is None:
             yield from gen
             return
@@ -448,7 +415,7 @@ def _watch(gen, adapter, seq, shuffled):
     try:
         while True:
             w.started += 1  # each next of Keras's generator begins one batch
-            cur = guard.call(learn.watch) if custom is not None and not custom.stale else None
+            cur = keras_custom.learning(custom)
             try:
                 item = next(gen)
             finally:
@@ -465,65 +432,11 @@ def _watch(gen, adapter, seq, shuffled):
         gen.close()
 
 
-class _Custom:
-    """A Sequence of the user's own (any other __getitem__): a learned table indexed by batch,
-    each batch's files as its first read opened them (learn.watch). `stale` once a batch opens
-    other files than it did before (a Sequence that reshuffles its samples in on_epoch_end,
-    or picks them at random) or a whole pass opened nothing under a mount (its opens are not
-    audit events): from then on it is not reported."""
-    __slots__ = ("table", "learned", "stale", "rooted", "pid")
-
-    def __init__(self, table):
-        self.table, self.learned, self.stale, self.rooted = table, {}, False, False
-        self.pid = os.getpid()  # learned in this process's threads only
-
-
-def _custom_of(seq):
-    """The _Custom of a Sequence fit reads that is not Keras's own Iterator, made on first use;
-    None if it cannot be one (no length, no mount, its files elsewhere)."""
-    c = getattr(seq, "__dict__", {}).get(_CUSTOM)
-    if c is not None:
-        return c
-    if not channel.mounts():
-        return None
-    try:
-        n = len(seq)
-    except Exception:
-        return None
-    if not isinstance(n, int) or n <= 0 or n >= 1 << 32:
-        return None
-    table = tables.table_for(seq, lambda _: None)
-    if table is None:
-        return None
-    for root in table.roots:
-        channel.socket_name(root)  # read now, not from inside the audit hook
-    c = seq.__dict__[_CUSTOM] = _Custom(table)
-    return c
-
-
-def _learned(c, b, cur):
-    """After batch b of a Sequence of the user's own was read (record `cur` of learn.watch):
-    the files it opened, learned and sent the first time, compared after."""
-    files = list(dict.fromkeys(cur[2]))  # (root, rel) in first-open order
-    with _lock:
-        if c.stale:
-            return
-        known = c.learned.get(b)
-        if known is None:
-            c.learned[b] = frozenset(files)
-            if files:
-                if not c.rooted:  # its orders go where its files are read
-                    c.table.roots, c.rooted = [files[0][0]], True
-                learn.send(c.table.key, [[None, b, files]])
-        elif known != frozenset(files):
-            c.stale = True
-
-
 def _learned_in_pass(w, cur):
-    """The same for the batch a pass's generator just read (its w.started-th)."""
+    """After a pass's generator read its w.started-th batch of a Sequence of the user's own."""
     i = w.started - 1
     if w.batches is not None and i < len(w.batches):
-        _learned(w.custom, w.batches[i], cur)
+        w.custom.learn(w.batches[i], cur)
 
 
 def _eligible(seq):
@@ -555,7 +468,7 @@ def _report_locked(w, batch_order):
     if batch_order is None:
         batch_order = range(len(seq))
     if c is not None:
-        w.batches = list(batch_order)  # what its reads learn (_learned)
+        w.batches = list(batch_order)  # what its reads learn (_learned_in_pass)
     epoch = w.epoch if w.epoch is not None else adapter.__dict__.get(_EPOCHS, 0)
     rec = adapter.__dict__.get(_STREAM)
     if w.more:
@@ -564,9 +477,9 @@ def _report_locked(w, batch_order):
         epoch = rec[1]  # another segment of the epoch reported last
     elif rec is not None and epoch <= rec[1]:
         return  # a second pass begun within one epoch (not fit's way): not reported
+    known = False
     if c is not None:
-        if c.learned and not any(c.learned.values()):
-            c.stale = True  # a pass opened nothing the audit hook sees
+        known = c.check()
         if c.stale:
             return
         table, index_array = c.table, None
@@ -599,10 +512,10 @@ def _report_locked(w, batch_order):
     rec[1] = epoch
     if c is not None:
         # Its table is indexed by batch. The first epoch learns it: nothing known yet, nor
-        # which daemon reads it (_learned), so it is not reported.
-        if c.learned:
+        # which daemon reads it (Custom.learn), so it is not reported.
+        if known:
             rec[2] = epoch
-            _send(table, rec[0], _files_per_batch(c), epoch,
+            _send(table, rec[0], c.files_per_batch(), epoch,
                   array("I", batch_order[:per_epoch + w.past]), w.shape)
         return
     bs = int(seq.batch_size)
@@ -618,12 +531,6 @@ def _report_locked(w, batch_order):
         adapter.__dict__[_PASS] = w
         guess = _next_epoch_guess(w)
     _send(table, rec[0], bs, epoch, flat, w.shape, guess)
-
-
-def _files_per_batch(c):
-    """A learned Sequence's batch size for its LOADER frame: the most files a batch opened
-    (the daemon's read window counts files)."""
-    return max(1, max((len(v) for v in c.learned.values()), default=1))
 
 
 def _batches_per_epoch(adapter, n_batches):
