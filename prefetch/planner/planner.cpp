@@ -89,12 +89,8 @@ OpenResult Planner::OnOpen(FileId file) {
   // files and the last open was pinned, else the next use. (A shared
   // stream's readers each take an entry of their own: there a recent open
   // may be another reader's.)
-  bool same_sample = false;
-  if (shape_.merge_window == 0 && file < consumed_at_.size() && consumed_at_[file] != kNever) {
-    const uint64_t t0 = consumed_at_[file];
-    const uint32_t g0 = static_cast<uint32_t>(t0 % shape_.ranks);
-    same_sample = t0 / shape_.ranks + shape_.window_steps > head_[g0];
-  }
+  const bool same_sample = shape_.merge_window == 0 && file < consumed_at_.size() &&
+                           consumed_at_[file] != kNever && InWindow(file, consumed_at_[file]);
   if (same_sample && repeat && reopens_seen_ > 0) {
     NoteReopen(true);
     ++stats_.repeat_opens;
@@ -107,6 +103,7 @@ OpenResult Planner::OnOpen(FileId file) {
     Extend(&lock);
     found = Locate(file);
   }
+  if (found == kNever && TakeReplayed(file, &r)) return r;
   if (found == kNever && reopen) {
     NoteReopen(same_sample);
     ++stats_.repeat_opens;
@@ -284,11 +281,11 @@ void Planner::Remember(FileId f) {
   if (--it->second == 0) opened_.erase(it);
 }
 
-void Planner::Consume(uint64_t t) {
+void Planner::Consume(uint64_t t, bool held) {
   uint32_t g = static_cast<uint32_t>(t % shape_.ranks);
   uint64_t s = t / shape_.ranks;
   if (stream_.Satisfy(t)) Rekey(stream_.FileAt(t));
-  head_[g] = std::max(head_[g], s + 1);
+  head_[g] = std::max(head_[g], held ? std::min(s, head_[g]) + 1 : s + 1);
   AdvanceTail(g);
   // Readers of one shared stream train in step, so none is further behind
   // another than a loader window and a batch. Their opens of one file at

@@ -176,7 +176,12 @@ class Planner {
   void RekeyAll(const std::vector<FileId>& files) CLAIRFS_REQUIRES(mu_);
   void Pin(FileId f) CLAIRFS_REQUIRES(mu_);
   void Remember(FileId f) CLAIRFS_REQUIRES(mu_);  // records an open in the shared stream's memory
-  void Consume(uint64_t t) CLAIRFS_REQUIRES(mu_);
+  // Marks entry t opened and moves its rank's head past it; `held` (a held
+  // open replayed, ReplayHeld) moves the head one step at most: held opens
+  // in the epoch's order step it along, and one that only happens to be in
+  // the window (a read before the epoch) does not carry it past the epoch's
+  // first entries, which would then be abandoned.
+  void Consume(uint64_t t, bool held = false) CLAIRFS_REQUIRES(mu_);
   void AdvanceTail(uint32_t slot) CLAIRFS_REQUIRES(mu_);
   void DropPassedEpochs() CLAIRFS_REQUIRES(mu_);
   void RewindScan(FileId f) CLAIRFS_REQUIRES(mu_);
@@ -218,6 +223,13 @@ class Planner {
   void Extend(MutexLock* lock) CLAIRFS_REQUIRES(mu_);
   // Matches the held opens against the epochs now known (after an Append).
   void ReplayHeld() CLAIRFS_REQUIRES(mu_);
+  // An open of `file` that found no entry: true (and counted in the entry's
+  // epoch in place of the held open) when the entry a held open of it took is
+  // still its latest and inside its rank's window.
+  bool TakeReplayed(FileId file, OpenResult* r) CLAIRFS_REQUIRES(mu_);
+  // Whether entry t is `file`'s latest consumed one and still inside its
+  // rank's window (an open of it now is the same sample's).
+  bool InWindow(FileId file, uint64_t t) const CLAIRFS_REQUIRES(mu_);
   // Takes a guess at the pending epoch; drops the guess (its files rekeyed).
   void SetGuess(uint64_t epoch, const std::vector<std::vector<FileId>>& slots)
       CLAIRFS_REQUIRES(mu_);
@@ -263,6 +275,17 @@ class Planner {
   };
   static constexpr size_t kMaxHeldOpens = size_t{1} << 16;
   std::vector<HeldOpen> held_ CLAIRFS_GUARDED_BY(mu_);
+  // The entries held opens took (ReplayHeld), by file, with whether that
+  // open found the file ready. A held open may be a read before the epoch
+  // (Keras 3 reads a new iterator's first two batches to learn their shape,
+  // then reads them again in its first epoch): when the entry's file is
+  // opened again while the entry is still in its rank's window, that open is
+  // the epoch's and the held one was unreported after all (TakeReplayed).
+  struct Replayed {
+    uint64_t at;
+    bool ready;
+  };
+  std::unordered_map<FileId, Replayed> replayed_ CLAIRFS_GUARDED_BY(mu_);
   // input_.guess's files of the pending epoch guess_epoch_ (kNever: none),
   // local ranks' entries merged by step. A resident guessed file with no
   // known use is keyed kGuessBase + its position: after every known use,

@@ -137,6 +137,11 @@ void Planner::GuessFetches(size_t max, FetchPlan* plan) {
 void Planner::ReplayHeld() {
   std::vector<HeldOpen> held;
   held.swap(held_);
+  // An entry taken by an earlier replay whose file was opened or consumed
+  // since, or that has left its window, is settled.
+  for (auto it = replayed_.begin(); it != replayed_.end();) {
+    it = InWindow(it->first, it->second.at) ? std::next(it) : replayed_.erase(it);
+  }
   for (HeldOpen& h : held) {
     const uint64_t t = Locate(h.file);
     if (t == kNever) {
@@ -150,9 +155,33 @@ void Planner::ReplayHeld() {
     ++epoch.opens;
     ++(h.ready ? epoch.ready : epoch.stalls);
     if (h.file < consumed_at_.size()) consumed_at_[h.file] = t;
-    Consume(t);
+    Consume(t, /*held=*/true);
     NoteOutcome(h.file, /*located=*/true);
+    if (replayed_.size() < kMaxHeldOpens) replayed_[h.file] = {t, h.ready};
   }
+}
+
+bool Planner::InWindow(FileId file, uint64_t t) const {
+  if (file >= consumed_at_.size() || consumed_at_[file] != t) return false;
+  const uint32_t g = static_cast<uint32_t>(t % shape_.ranks);
+  return t / shape_.ranks + shape_.window_steps > head_[g];
+}
+
+bool Planner::TakeReplayed(FileId file, OpenResult* r) {
+  auto it = replayed_.find(file);
+  if (it == replayed_.end()) return false;
+  const Replayed rep = it->second;
+  replayed_.erase(it);
+  if (!InWindow(file, rep.at)) return false;
+  // The held open was a read outside the epoch: unreported, not late.
+  --stats_.late_opens;
+  ++stats_.unreported_opens;
+  EpochCounts& epoch = EpochOf(rep.at);
+  --(rep.ready ? epoch.ready : epoch.stalls);
+  ++(r->ready ? epoch.ready : epoch.stalls);
+  r->predicted = true;
+  NoteOutcome(file, /*located=*/true);
+  return true;
 }
 
 void Planner::Resync(MutexLock* lock) {

@@ -80,14 +80,18 @@ def callbacks(rank, size, checkpoint_dir, report, step_ms=0):
 
 
 class StepTime(tf.keras.callbacks.Callback):
-    """Stands in for a larger model's compute: each training step takes `ms` longer (a
-    sleep after the step, as an accelerator's step leaves the input pipeline running)."""
+    """Stands in for a larger model's compute: each training and evaluation step takes `ms`
+    longer (a sleep after the step, as an accelerator's step leaves the input pipeline
+    running)."""
 
     def __init__(self, ms):
         super().__init__()
         self.seconds = ms / 1000.0
 
     def on_train_batch_end(self, batch, logs=None):
+        time.sleep(self.seconds)
+
+    def on_test_batch_end(self, batch, logs=None):
         time.sleep(self.seconds)
 
 

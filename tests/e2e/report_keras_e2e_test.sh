@@ -23,6 +23,11 @@
 # cases read through the script's own Sequence (Keras 3: PyDataset), with and
 # without 4 workers: the same bounds, after the epoch that learns its batches'
 # files (the prefetcher's epochs start with the first reported one).
+# tf-current+val validates as the workers=4 cases do, on Keras 3: its
+# evaluation draws its array as it begins (EpochIterator.reset), so it is
+# reported then, and it first reads its iterator's first 2 batches to learn
+# their shape before any report (those 16 opens are counted unreported, and
+# their files' opens in the evaluation are the evaluation's).
 # A missing venv skips (77), or fails when CI=true.
 set -uo pipefail
 BIN=$CLAIRFS_BIN
@@ -43,14 +48,15 @@ fail=0
 # validation_steps = 3 x its batches // ranks (1.5 passes over it).
 # VENV[:WORKERS]+seq: the script's own Sequence (PyDataset), sharded by rank
 # (train_flow.py --sequence), no validation: its batches' files are learned in
-# epoch 0.
-for case in tf-keras2 tf-keras2:4 tf-current tf-keras2+seq tf-current+seq tf-keras2:4+seq \
-  tf-current:4+seq; do
+# epoch 0. VENV+val: validation as above without workers.
+for case in tf-keras2 tf-keras2:4 tf-current tf-current+val tf-keras2+seq tf-current+seq \
+  tf-keras2:4+seq tf-current:4+seq; do
   # REPORT_KERAS_CASES (a regex of case names) runs some of them only.
   [[ $case =~ ^(${REPORT_KERAS_CASES:-.*})$ ]] || continue
-  base=${case%+seq} venv=${case%%[:+]*} workers=1 seq=()
+  base=${case%+*} venv=${case%%[:+]*} workers=1 seq=() val=()
   [[ $base == *:* ]] && workers=${base##*:}
   [[ $case == *+seq ]] && seq=(--sequence)
+  [[ $case == *+val || ( $workers -gt 1 && $case != *+seq ) ]] && val=(--val-data)
   rm -rf "$T"/mnt* "$T"/ssd*
   "$MPIEXEC" -n 2 "$BIN/clairfsd" --dataset "$T/packed" --mount "$T/mnt{rank}" --local-dir "$T/ssd{rank}" \
     --ram-cache $((bytes / 3)) >"$T/daemons-$case.log" 2>&1 &
@@ -59,7 +65,6 @@ for case in tf-keras2 tf-keras2:4 tf-current tf-keras2+seq tf-current+seq tf-ker
   py=$VENVS/$venv/bin/python
   args=(--epochs $EPOCHS --batch-size $BATCH --image-size 32 --seed 42 --deterministic --workers "$workers"
     --step-ms "${STEP_MS:-10}" ${seq[@]+"${seq[@]}"})
-  val=(); [[ $workers -gt 1 && -z ${seq[*]-} ]] && val=(--val-data)
   PYTHONPATH=$BIN/report timeout 600 "$MPIEXEC" -n 1 "$py" "$SCRIPT" "$T/mnt0/train" "${args[@]}" ${val:+"${val[@]}" "$T/mnt0/val"} \
     : -n 1 "$py" "$SCRIPT" "$T/mnt1/train" "${args[@]}" ${val:+"${val[@]}" "$T/mnt1/val"} >"$T/train-$case.log" 2>&1 ||
     { echo "FAIL $case: training"; tail -20 "$T/train-$case.log"; fail=1; }
@@ -87,11 +92,20 @@ for r in (0, 1):
         print("%s daemon %d epoch %d: %d of %d opens ready, %d stalls; %d unreported opens in all"
               % (venv, r, e["epoch"], e["ready"], e["opens"], e["stalls"], p["unreported_opens"]))
     epochs = [e for e in p["per_epoch"] if e["epoch"] >= 1]
-    # the validation (the second loader) after its first epoch: guessed in time
+    # the validation (the second loader) after its first epoch: tf.keras 2 guessed in time,
+    # Keras 3 reported as the evaluation draws its array
     bound = lambda e: guessed_may_wait if e["loader"] == 2 and e["loader_epoch"] >= 1 else may_wait
     if len(epochs) < 2 or any(e["stalls"] > bound(e) or e["deviations"] for e in epochs):
         print("FAIL %s daemon %d: epochs after the first not ready" % (venv, r))
         ok = False
+    if venv.endswith("+val"):
+        # Keras 3: each evaluation reads the 160 validation files once (one pass; fit stops
+        # at its end); the 2 batches read to learn their shape are the only opens unreported
+        val = [e["opens"] for e in p["per_epoch"] if e["loader"] == 2]
+        if len(val) != 4 or set(val) != {160} or p["unreported_opens"] > guessed_may_wait:
+            print("FAIL %s daemon %d: evaluations' opens %s, %d unreported"
+                  % (venv, r, val, p["unreported_opens"]))
+            ok = False
 sys.exit(0 if ok else 1)
 PY
 done

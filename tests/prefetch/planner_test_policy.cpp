@@ -259,6 +259,54 @@ TEST_CASE("A held open that is in no reported epoch stays unreported", "[unit][p
   CHECK(s.deviations == 0);
 }
 
+TEST_CASE("Held opens that were reads before the epoch neither count as its opens nor skip it",
+          "[unit][planner]") {
+  // Keras 3 reads a new iterator's first two batches to learn their shape
+  // before the epoch is reported, then reads the same files again in the
+  // epoch. Held, the early reads are matched where their files happen to lie
+  // inside the window (positions 10 and 12 of 40 here, the window 13 steps):
+  // they must not carry the window past the epoch's first entries (which
+  // would be abandoned, and their opens taken for the next epoch's), and
+  // the epoch's own opens of those files are its opens, not deviations.
+  auto known = std::make_shared<uint64_t>(0);
+  std::vector<uint64_t> sizes(40, 1);
+  clairfs::FakeClock clock;
+  pf::PlannerConfig c = OneRank(20, 3);  // epoch 1's files not resident when read early
+  c.batch_size = 4;
+  auto created = pf::Planner::Create(c, LiveInput(known), clock);
+  REQUIRE(created.ok());
+  pf::Planner& p = **created;
+  auto open = [&](uint64_t epoch, uint64_t i) {
+    for (FileId f : p.NextFetches(100).fetch) REQUIRE(p.OnFetched(f, sizes[f]).empty());
+    return p.OnOpen(static_cast<FileId>(Stride(epoch, i)));
+  };
+  p.Maintain();
+  for (uint64_t i = 0; i < 40; ++i) open(0, i);
+  for (uint64_t i : {10, 12, 22}) open(1, i);  // the early reads, before epoch 1's report
+  *known = 1;
+  p.Maintain();
+  CHECK(p.Stats().late_opens == 2);  // 10 and 12, taken for the epoch's until shown otherwise
+  for (uint64_t i = 0; i < 40; ++i) {
+    pf::OpenResult r = open(1, i);
+    CHECK(r.predicted);
+    // The entries the early reads took were not fetched for the epoch.
+    CHECK(r.ready == (i != 10 && i != 12));
+  }
+  *known = 2;
+  p.Maintain();
+  pf::PlannerStats s = p.Stats();
+  CHECK(s.deviations == 0);
+  CHECK(s.repeat_opens == 0);
+  CHECK(s.late_opens == 0);
+  CHECK(s.unreported_opens == 3);
+  CHECK(s.predicted_opens == 80);
+  REQUIRE(s.per_epoch.size() >= 2);
+  CHECK(s.per_epoch[1].opens == 40);
+  CHECK(s.per_epoch[1].ready == 38);  // the epoch's own opens, not the early ones
+  CHECK(s.per_epoch[1].stalls == 2);
+  CHECK(s.per_epoch[1].deviations == 0);
+}
+
 TEST_CASE("A guess at the epoch not reported yet is fetched into room nothing known needs",
           "[unit][planner]") {
   // 40 files, a budget of 10. Epoch 1 is reported late; the guess at it is
