@@ -95,12 +95,14 @@ Status Cluster::Start(const ClusterOptions& o) {
   server_threads_ = static_cast<int>(std::max<uint32_t>(1, o.server_threads));
 
   const Ownership own(manifest_->partition_count(), manifest_->header().replicas, size_);
+  source_ = std::make_unique<SourceReads>(manifest_->partition_count() + 1);
   if (!o.local_dir.empty()) {
     stager_ = std::make_unique<Stager>(o.dataset, o.local_dir, manifest_, own.PartitionsOf(rank_),
                                        o.stage_threads);
+    stager_->CountReads(source_.get());
   }
-  store_ = std::make_unique<DistributedPackStore>(o.dataset, manifest_, own, rank_,
-                                                  transport_.get(), stager_.get(), o.store);
+  store_ = std::make_unique<DistributedPackStore>(
+      o.dataset, manifest_, own, rank_, transport_.get(), stager_.get(), o.store, source_.get());
   Log(LogLevel::kInfo, "rank " + std::to_string(rank_) + "/" + std::to_string(size_) + " on " +
                            host_ + ": holds " + std::to_string(own.PartitionsOf(rank_).size()) +
                            " of " + std::to_string(manifest_->partition_count() + 1) +
@@ -153,6 +155,25 @@ void Cluster::WriteStats(clairfs::JsonWriter& w) const {
         .Integer("served_at_once", n->served_at_once)
         .Integer("rejected_messages", n->rejected_messages)
         .Integer("unknown_replies", n->unknown_replies)
+        .EndObject();
+  }
+  if (source_) {
+    // What this rank read from the dataset directory, next to the dataset's
+    // size and this rank's share of it (the packs it holds).
+    const SourceTotals t = source_->totals();
+    uint64_t dataset = 0, share = 0;
+    for (uint32_t p = 0; p <= manifest_->partition_count(); ++p) {
+      const uint64_t bytes = manifest_->partition(p).pack_bytes;
+      dataset += bytes;
+      if (store_ && store_->ownership().Holds(rank_, p)) share += bytes;
+    }
+    w.BeginObject("source")
+        .Integer("dataset_bytes", dataset)
+        .Integer("share_bytes", share)
+        .Integer("staged_bytes", t.staged)
+        .Integer("direct_bytes", t.direct)
+        .Integer("distinct_bytes", t.distinct)
+        .Integer("reread_bytes", t.reread)
         .EndObject();
   }
   if (stager_) {

@@ -87,6 +87,7 @@ class Cluster {
   std::unique_ptr<Transport> transport_;  // null for a one-node job
   MpiTransport* mpi_ = nullptr;           // transport_ when it is MPI
   std::shared_ptr<const format::Manifest> manifest_;
+  std::unique_ptr<SourceReads> source_;  // the dataset directory's reads; outlives the two below
   std::unique_ptr<Stager> stager_;
   int server_threads_ = 1;  // ClusterOptions::server_threads, from Start()
   std::unique_ptr<DistributedPackStore> store_;

@@ -100,7 +100,7 @@ class DistributedPackStore::RemotePack final : public format::RandomAccessFile {
 DistributedPackStore::DistributedPackStore(std::string dataset_dir,
                                            std::shared_ptr<const format::Manifest> manifest,
                                            Ownership ownership, int rank, Transport* transport,
-                                           Stager* stager, DistOptions options)
+                                           Stager* stager, DistOptions options, SourceReads* source)
     : manifest_(manifest),
       ownership_(ownership),
       rank_(rank),
@@ -110,7 +110,7 @@ DistributedPackStore::DistributedPackStore(std::string dataset_dir,
       readahead_(options.pack_readahead != 0
                      ? std::make_unique<PackReadahead>(options.pack_readahead)
                      : nullptr),
-      shared_(std::move(dataset_dir), manifest, readahead_.get()) {
+      shared_(std::move(dataset_dir), manifest, readahead_.get(), source) {
   const uint32_t n = manifest_->partition_count() + 1;
   for (uint32_t p = 0; p < n; ++p) {
     const auto owners = ownership_.Owners(p);

@@ -59,10 +59,11 @@ struct DistOptions {
 
 class DistributedPackStore final : public PackStore {
  public:
-  // `transport` and `stager` may be null (one rank; no staging). Not owned.
+  // `transport`, `stager` and `source` may be null (one rank; no staging; no
+  // count of the dataset directory's reads). Not owned.
   DistributedPackStore(std::string dataset_dir, std::shared_ptr<const format::Manifest> manifest,
                        Ownership ownership, int rank, Transport* transport, Stager* stager,
-                       DistOptions options);
+                       DistOptions options, SourceReads* source = nullptr);
   ~DistributedPackStore() override;
 
   Result<const format::RandomAccessFile*> Pack(uint32_t partition) override;

@@ -164,6 +164,7 @@ Status Stager::Copy(uint32_t p, const std::string& from, const std::string& to) 
       break;
     }
     if (n == 0) break;
+    if (source_ != nullptr) source_->Add(p, total, static_cast<uint64_t>(n), SourceRead::kStaging);
     sum.Update(buf.data(), static_cast<size_t>(n));
     st = (*out)->Append(buf.data(), static_cast<size_t>(n));
     total += static_cast<uint64_t>(n);

@@ -26,6 +26,7 @@
 
 #include "base/clock.hpp"
 #include "base/mutex.hpp"
+#include "fs/store/source_reads.hpp"
 #include "partitioner/format/file_io.hpp"
 #include "partitioner/format/manifest.hpp"
 
@@ -47,6 +48,9 @@ class Stager {
          const Clock* clock = &SteadyClock::Instance());
   ~Stager();
 
+  // Counts the copies' reads of the dataset directory in `source` (not
+  // owned; outlives this). Call before Start.
+  void CountReads(SourceReads* source) { source_ = source; }
   // Starts the copy threads. Call once.
   void Start();
   // Blocks until every pack is staged or has failed.
@@ -74,6 +78,7 @@ class Stager {
   const unsigned threads_;
   const std::chrono::nanoseconds log_every_;
   const Clock* const clock_;             // not owned
+  SourceReads* source_ = nullptr;        // not owned
   std::atomic<int64_t> next_log_ns_{0};  // clock_ time of the next progress line
   StagingProgress progress_;
   std::atomic<size_t> next_{0};

@@ -5,8 +5,8 @@
 namespace clairfs::fs {
 
 PosixPackStore::PosixPackStore(std::string dir, std::shared_ptr<const format::Manifest> manifest,
-                               PackReadahead* readahead)
-    : dir_(std::move(dir)), manifest_(std::move(manifest)), readahead_(readahead) {
+                               PackReadahead* readahead, SourceReads* source)
+    : dir_(std::move(dir)), manifest_(std::move(manifest)), readahead_(readahead), source_(source) {
   const uint32_t n = manifest_->partition_count() + 1;
   owned_.resize(n);
   files_.reset(new std::atomic<const format::RandomAccessFile*>[n]);
@@ -24,7 +24,12 @@ Result<const format::RandomAccessFile*> PosixPackStore::Pack(uint32_t partition)
   if (f != nullptr) return f;
   auto opened = format::OpenPack(dir_, *manifest_, partition);
   if (!opened.ok()) return opened.status();
-  owned_[partition] = std::move(opened).value();
+  if (source_ != nullptr) {
+    owned_[partition] =
+        std::make_unique<CountedFile>(std::move(opened).value(), partition, source_);
+  } else {
+    owned_[partition] = std::move(opened).value();
+  }
   f = owned_[partition].get();
   files_[partition].store(f, std::memory_order_release);
   if (readahead_ != nullptr) {

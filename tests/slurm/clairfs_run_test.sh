@@ -36,13 +36,17 @@ cat >"$T/sum/stats-n1.json" <<'JSON'
  "stall_ns": 1500000000, "deviations": 3, "lost": false,
  "per_epoch": [{"epoch": 0, "opens": 100, "ready": 60}, {"epoch": 1, "opens": 100, "ready": 95},
                {"epoch": 2, "opens": 100, "ready": 95}]},
- "report": {"settings_check": "", "first_model_error": ""}}
+ "report": {"settings_check": "", "first_model_error": ""},
+ "cluster": {"source": {"dataset_bytes": 8388608, "share_bytes": 4194304, "staged_bytes": 4194304,
+                        "direct_bytes": 1048576, "distinct_bytes": 4718592, "reread_bytes": 524288}}}
 JSON
 cat >"$T/sum/stats-n2.json" <<'JSON'
 {"prefetch": {"enabled": true, "sampler": "torch-distributed", "opens": 50, "ready": 5,
  "stall_ns": 0, "deviations": 40, "lost": true, "likely_wrong": "prefetch_world_size=4",
  "per_epoch": [{"epoch": 0, "opens": 50, "ready": 5}]},
- "report": {"settings_check": "seed: configured 1, reported 2", "first_model_error": ""}}
+ "report": {"settings_check": "seed: configured 1, reported 2", "first_model_error": ""},
+ "cluster": {"source": {"dataset_bytes": 8388608, "share_bytes": 4194304, "staged_bytes": 4194304,
+                        "direct_bytes": 0, "distinct_bytes": 4194304, "reread_bytes": 0}}}
 JSON
 echo '{"prefetch": ' >"$T/sum/stats-n3.json"
 "$BIN/clairfs-summary" "$T/sum"/stats-n{1,2,3}.json >"$T/sum/out" 2>&1
@@ -51,8 +55,10 @@ grep -qx "clairfs-run: n1: prefetch followed reported: 190 of 200 opens after th
   && grep -q "clairfs-run: n2: the opens stopped following the predicted order (prefetch.lost): the prefetch settings do not match" "$T/sum/out" \
   && grep -q "clairfs-run: n2: prefetch.likely_wrong: prefetch_world_size=4 (what the job's first opens match" "$T/sum/out" \
   && grep -qx "clairfs-run: n2: report.settings_check: seed: configured 1, reported 2" "$T/sum/out" \
-  && grep -q "clairfs-run: n3: stats unreadable: " "$T/sum/out" && [[ $(wc -l <"$T/sum/out") -eq 6 ]] \
-  && pass "the summary: ready after the first epoch, waits, deviations, lost and why (the setting likely wrong), unreadable stats named" \
+  && grep -q "clairfs-run: n3: stats unreadable: " "$T/sum/out" \
+  && grep -qx "clairfs-run: the dataset directory: 2 node(s) read 9.0 MiB from it (8.0 MiB by staging, 1.0 MiB by other reads) for a dataset of 8.0 MiB: 1.12x its size; 0.5 MiB of it read again by the node that had read it" "$T/sum/out" \
+  && [[ $(wc -l <"$T/sum/out") -eq 7 ]] \
+  && pass "the summary: ready after the first epoch, waits, deviations, lost and why (the setting likely wrong), unreadable stats named, the dataset directory's bytes read" \
   || { fail "summary"; cat "$T/sum/out"; }
 
 # --- a failing command: its status, the daemon stopped, the log kept.

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 
 #include "fs/dist/distributed_pack_store.hpp"
@@ -13,6 +14,8 @@
 #include "fs/dist/stager.hpp"
 #include "fs/net/loopback_transport.hpp"
 #include "fs/store/payload_source.hpp"
+#include "fs/store/posix_pack_store.hpp"
+#include "fs/store/source_reads.hpp"
 #include "partitioner/format/file_io.hpp"
 #include "partitioner/pack/packer.hpp"
 #include "tests/fs/dist/dist_fixture.hpp"
@@ -116,6 +119,71 @@ TEST_CASE("staging copies and verifies, then reuses intact copies", "[dist]") {
   REQUIRE(third.errors().size() == 1);
   CHECK_THAT(third.errors()[0], Catch::Contains("part-00000"));
   CHECK_FALSE(stdfs::exists(local + "/.part-00000.staging"));
+}
+
+TEST_CASE("the dataset directory's reads: each byte counted once, the rest as read again",
+          "[dist]") {
+  SourceReads r(3);
+  r.Add(0, 0, 100, SourceRead::kStaging);
+  r.Add(0, 50, 100, SourceRead::kDirect);  // 50 of them read before
+  r.Add(0, 200, 10, SourceRead::kDirect);
+  r.Add(1, 0, 10, SourceRead::kDirect);
+  r.Add(1, 10, 10, SourceRead::kDirect);  // touching, not overlapping
+  SourceTotals t = r.totals();
+  CHECK(t.staged == 100);
+  CHECK(t.direct == 130);
+  CHECK(t.distinct == 180);
+  CHECK(t.reread == 50);
+  r.Add(0, 0, 300, SourceRead::kStaging);  // spans both ranges of pack 0 and the gap
+  t = r.totals();
+  CHECK(t.reread == 50 + 160);
+  CHECK(t.distinct == 180 + 140);
+  // Against a byte map, over random ranges of two packs.
+  SourceReads q(2);
+  std::vector<std::vector<uint8_t>> seen(2, std::vector<uint8_t>(4096, 0));
+  uint64_t distinct = 0, reread = 0, total = 0;
+  std::mt19937 rng(11);
+  for (int i = 0; i < 3000; ++i) {
+    const uint32_t pack = rng() % 2;
+    const uint64_t off = rng() % 4000, len = rng() % 96;
+    q.Add(pack, off, len, i % 2 ? SourceRead::kDirect : SourceRead::kStaging);
+    total += len;
+    for (uint64_t b = off; b < off + len; ++b) (seen[pack][b]++ ? reread : distinct)++;
+  }
+  t = q.totals();
+  CHECK(t.staged + t.direct == total);
+  CHECK(t.distinct == distinct);
+  CHECK(t.reread == reread);
+}
+
+TEST_CASE("staging's copies and the reads of a pack before it is staged are counted", "[dist]") {
+  Dataset d(4, 1);
+  SourceReads source(d.manifest->partition_count() + 1);
+  Stager s(d.out(), d.root + "/ssd", d.manifest, {0, 2});
+  s.CountReads(&source);
+  s.Start();
+  s.Wait();
+  const uint64_t p0 = d.manifest->partition(0).pack_bytes;
+  const uint64_t p2 = d.manifest->partition(2).pack_bytes;
+  SourceTotals t = source.totals();
+  CHECK(t.staged == p0 + p2);
+  CHECK(t.direct == 0);
+  CHECK(t.reread == 0);
+  // The dataset directory's pack 0, read again (a fallback, a read before
+  // staging was done) and pack 1 for the first time.
+  PosixPackStore shared(d.out(), d.manifest, nullptr, &source);
+  std::vector<char> buf(100);
+  auto f0 = shared.Pack(0);
+  REQUIRE(f0.ok());
+  REQUIRE((*f0)->ReadExact(10, 100, buf.data()).ok());
+  auto f1 = shared.Pack(1);
+  REQUIRE(f1.ok());
+  REQUIRE((*f1)->ReadExact(0, 100, buf.data()).ok());
+  CHECK_FALSE((*f1)->ReadExact(d.manifest->partition(1).pack_bytes, 1, buf.data()).ok());
+  t = source.totals();
+  CHECK(t.direct == 200);  // a failed read is not counted
+  CHECK(t.reread == 100);
+  CHECK(t.distinct == p0 + p2 + 100);
 }
 
 TEST_CASE("remote partitions are read from their owners", "[dist]") {

@@ -51,6 +51,25 @@ for r in 0 1 2 3; do
   got=$(cd "$T/ssd$r" && ls part-* | tr '\n' ' ' | sed 's/ $//')
   [[ $got == "$want" ]] && pass "rank $r staged exactly its packs" || fail "rank $r staged '$got', want '$want'"
 done
+# What each rank read from the dataset directory: staging copied its share once; the
+# shares cover the dataset; the counts add up (staged + direct = distinct + reread).
+for r in 0 1 2 3; do stats "$T/mnt$r" >"$T/stats$r.json"; done
+$PY - "$T"/stats{0,1,2,3}.json <<'PY' && pass "the dataset directory's bytes: each rank staged its share once, the shares cover the dataset" || fail "source counters"
+import json, sys
+shares = 0
+for path in sys.argv[1:]:
+    s = json.load(open(path))["cluster"]["source"]
+    ok = s["staged_bytes"] == s["share_bytes"] and \
+        s["staged_bytes"] + s["direct_bytes"] == s["distinct_bytes"] + s["reread_bytes"] and \
+        s["distinct_bytes"] <= s["dataset_bytes"]
+    print("%s: %s" % (path, s))
+    if not ok:
+        sys.exit(1)
+    shares += s["share_bytes"]
+# every rank holds part-bcast too: the shares cover the dataset, and more
+total = json.load(open(sys.argv[1]))["cluster"]["source"]["dataset_bytes"]
+sys.exit(0 if shares > total else 1)
+PY
 stop && pass "SIGTERM to mpiexec: clean exit" || fail "exit code after SIGTERM"
 grep -q "$T/mnt" /proc/mounts && fail "mounts left behind" || pass "no mount left behind"
 
