@@ -129,6 +129,7 @@ DistributedPackStore::~DistributedPackStore() = default;
 Result<const format::RandomAccessFile*> DistributedPackStore::Own(uint32_t p) {
   if (stager_ != nullptr) {
     if (const format::RandomAccessFile* f = stager_->Staged(p)) return f;
+    stager_->Prefer(p);  // needed before its turn: staged next
   }
   return shared_.Pack(p);
 }

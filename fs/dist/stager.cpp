@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "base/log.hpp"
@@ -33,6 +34,9 @@ Stager::Stager(std::string dataset_dir, std::string local_dir,
       staged_(manifest_->partition_count() + 1),
       owned_(manifest_->partition_count() + 1) {
   for (auto& s : staged_) s.store(nullptr);
+  waiting_.assign(partitions_.begin(), partitions_.end());
+  preferred_.reset(new std::atomic<bool>[manifest_->partition_count() + 1]);
+  for (uint32_t p = 0; p <= manifest_->partition_count(); ++p) preferred_[p].store(false);
   progress_.packs_total = partitions_.size();
   for (uint32_t p : partitions_) progress_.bytes_total += manifest_->partition(p).pack_bytes;
 }
@@ -69,11 +73,31 @@ std::vector<std::string> Stager::errors() const {
   return errors_;
 }
 
+void Stager::Prefer(uint32_t p) {
+  if (p >= staged_.size() || preferred_[p].exchange(true, std::memory_order_relaxed)) return;
+  MutexLock lock(&mu_);
+  auto it = std::find(waiting_.begin(), waiting_.end(), p);
+  if (it == waiting_.end()) return;  // begun already, or not this rank's
+  waiting_.erase(it);
+  preferred_waiting_.push_back(p);
+}
+
+std::vector<uint32_t> Stager::begun() const {
+  MutexLock lock(&mu_);
+  return begun_;
+}
+
 void Stager::Worker() {
   for (;;) {
-    const size_t i = next_.fetch_add(1);
-    if (i >= partitions_.size() || cancel_) break;
-    const uint32_t p = partitions_[i];
+    uint32_t p;
+    {
+      MutexLock lock(&mu_);
+      std::deque<uint32_t>& from = preferred_waiting_.empty() ? waiting_ : preferred_waiting_;
+      if (from.empty() || cancel_) break;
+      p = from.front();
+      from.pop_front();
+      begun_.push_back(p);
+    }
     Status st = StageOne(p);
     if (!st.ok()) {
       progress_.packs_failed++;

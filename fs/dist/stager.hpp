@@ -12,12 +12,17 @@
 // While copying it logs its progress (bytes, packs, rate) every `log_every`
 // on its Clock, so a long staging shows in the job's log, not only at its end.
 //
+// Packs are copied in the order given, except that a pack read before it is
+// staged (Prefer: the job, the prefetcher running ahead of it, or a peer
+// needs it now) is copied next: staging follows the first epoch's reads.
+//
 // Thread-safe: Staged() is one acquire load; the copy threads are owned and
 // joined by the destructor (which cancels copies still running).
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -62,6 +67,11 @@ class Stager {
   const StagingProgress& progress() const { return progress_; }
   // The failures so far, one line each.
   std::vector<std::string> errors() const;
+  // Partition p was read before it was staged: copy it next, if it is still
+  // waiting its turn. Cheap once per pack.
+  void Prefer(uint32_t p);
+  // The partitions in the order their copies began.
+  std::vector<uint32_t> begun() const;
 
  private:
   void Worker();
@@ -81,7 +91,12 @@ class Stager {
   SourceReads* source_ = nullptr;        // not owned
   std::atomic<int64_t> next_log_ns_{0};  // clock_ time of the next progress line
   StagingProgress progress_;
-  std::atomic<size_t> next_{0};
+  // Partitions waiting their turn, in order: those read before it first (in
+  // the order of their first reads), then the others; those begun, in order.
+  std::deque<uint32_t> preferred_waiting_ CLAIRFS_GUARDED_BY(mu_);
+  std::deque<uint32_t> waiting_ CLAIRFS_GUARDED_BY(mu_);
+  std::vector<uint32_t> begun_ CLAIRFS_GUARDED_BY(mu_);
+  std::unique_ptr<std::atomic<bool>[]> preferred_;  // per partition: Prefer came already
   std::atomic<bool> cancel_{false};
   std::atomic<unsigned> running_{0};
   std::vector<std::atomic<const format::RandomAccessFile*>> staged_;

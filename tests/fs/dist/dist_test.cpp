@@ -1,6 +1,7 @@
 // Ownership, staging and the distributed store over the loopback transport.
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <filesystem>
@@ -184,6 +185,42 @@ TEST_CASE("staging's copies and the reads of a pack before it is staged are coun
   CHECK(t.direct == 200);  // a failed read is not counted
   CHECK(t.reread == 100);
   CHECK(t.distinct == p0 + p2 + 100);
+}
+
+TEST_CASE("staging copies a pack read before its turn next", "[dist]") {
+  Dataset d(4, 1);
+  {
+    Stager s(d.out(), d.root + "/ssd", d.manifest, {0, 1, 2, 3}, 1, 0ms);
+    s.Prefer(3);
+    s.Prefer(2);
+    s.Prefer(3);                              // once is enough
+    s.Prefer(d.manifest->partition_count());  // not this rank's to stage: nothing
+    s.Prefer(99);                             // out of range: nothing
+    s.Start();
+    s.Wait();
+    CHECK(s.begun() == std::vector<uint32_t>{3, 2, 0, 1});
+    CHECK(s.progress().packs_done == 4);
+    CHECK(s.progress().packs_failed == 0);
+  }
+  // Through the store: a read of a pack not staged yet puts it first.
+  stdfs::remove_all(d.root + "/ssd");
+  const Ownership own(4, 1, 1);
+  Stager s(d.out(), d.root + "/ssd", d.manifest, own.PartitionsOf(0), 1, 0ms);
+  DistributedPackStore store(d.out(), d.manifest, own, 0, nullptr, &s, DistOptions{});
+  // A file of partition 3, the last in staging's own order.
+  auto in3 = std::find_if(d.files.begin(), d.files.end(), [&](const auto& f) {
+    return d.manifest->node(*d.manifest->Resolve(f.first)).partition == 3;
+  });
+  REQUIRE(in3 != d.files.end());
+  const uint32_t node = *d.manifest->Resolve(in3->first);
+  PackPayloadSource source(d.manifest, &store);
+  std::string got(in3->second.size(), '\0');
+  REQUIRE(source.Read(node, 0, got.size(), got.data()).ok());
+  CHECK(got == in3->second);
+  s.Start();
+  s.Wait();
+  REQUIRE_FALSE(s.begun().empty());
+  CHECK(s.begun()[0] == 3);
 }
 
 TEST_CASE("remote partitions are read from their owners", "[dist]") {
