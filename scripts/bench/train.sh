@@ -119,6 +119,14 @@ if p:
           "samples read." % (p.get("ready", 0), p.get("opens", 0),
                              p.get("open_hits", {}).get("page_cache", 0), p.get("stalls", 0),
                              reads, n * len(runs["noio"])))
+src = [s.get("cluster", {}).get("source") for s in stats]
+if all(src):
+    mib = lambda k: sum(x[k] for x in src) / 1048576.0
+    print()
+    print("Read from the stand-in by the daemons (last round, both ranks): %.1f MiB by staging, "
+          "%.1f MiB by other reads, %.1f MiB of it read twice by one rank; the packs: %.1f MiB."
+          % (mib("staged_bytes"), mib("direct_bytes"), mib("reread_bytes"),
+             src[0]["dataset_bytes"] / 1048576.0))
 if out:
     json.dump({"files": n, "throttle": desc, "rounds": rounds, "runs": runs,
                "by_round": by_round, "prefetch_rank0": p, "daemon_reads": reads},
