@@ -117,14 +117,19 @@ def sections_from_loader(loader, epochs, paths=None, rank=0):
             for epoch, indices in loader_epochs(loader, list(epochs))}
 
 
-def format_order_file(sections, entries="paths", world_size=None):
-    """The order file text. Raises ValueError for a path the format cannot
-    hold (empty, starting with '#', or containing a newline)."""
+def format_order_file(sections, entries="paths", world_size=None, layout=None):
+    """The order file text. `layout` ("image-folder" or "list") says what an
+    index file's indices count in. Raises ValueError for a path the format
+    cannot hold (empty, starting with '#', or containing a newline)."""
     if entries not in ("paths", "indices"):
         raise ValueError("entries must be 'paths' or 'indices'")
+    if layout not in (None, "image-folder", "list"):
+        raise ValueError("layout must be 'image-folder' or 'list'")
     lines = [MAGIC, "# entries " + entries]
     if world_size is not None:
         lines.append("# world-size %d" % world_size)
+    if layout is not None:
+        lines.append("# layout " + layout)
     for (epoch, rank) in sorted(sections):
         if world_size is not None and rank >= world_size:
             raise ValueError("rank %d is outside world size %d" % (rank, world_size))
@@ -138,12 +143,13 @@ def format_order_file(sections, entries="paths", world_size=None):
     return "\n".join(lines) + "\n"
 
 
-def write_order_file(out, sections, world_size=None):
+def write_order_file(out, sections, world_size=None, layout=None):
     """Writes `sections` to `out` (a path or a text file object). Python int
-    entries make an index order file, strings a path order file."""
+    entries make an index order file (declaring `layout` when given), strings
+    a path order file."""
     values = [e for v in sections.values() for e in v]
     kind = "indices" if values and all(isinstance(e, int) for e in values) else "paths"
-    text = format_order_file(sections, kind, world_size)
+    text = format_order_file(sections, kind, world_size, layout if kind == "indices" else None)
     if hasattr(out, "write"):
         out.write(text)
     else:
@@ -209,11 +215,12 @@ def main(argv=None):
     samplers = {r: _build_sampler(args, dataset, r) for r in range(args.world_size)}
     epochs = range(args.start_epoch, args.start_epoch + args.epochs)
     sections = sections_from_samplers(samplers, epochs, None if args.indices else paths)
+    # The indices count in the ImageFolder's samples, or in the listing (which
+    # the daemon reads as the dataset's files sorted by path).
+    layout = "list" if args.listing else "image-folder"
     try:
-        if args.output == "-":
-            write_order_file(sys.stdout, sections, args.world_size)
-        else:
-            write_order_file(args.output, sections, args.world_size)
+        write_order_file(sys.stdout if args.output == "-" else args.output, sections,
+                         args.world_size, layout)
     except (ValueError, OSError) as e:
         print("clairfs_order_file: %s" % e, file=sys.stderr)
         return 1

@@ -142,6 +142,7 @@ int main(int argc, char** argv) {
   }
   clairfs::SetLogLevel(config.log_level);
   const bool prefetch = config.prefetch_sampler != "none";
+  const bool declines_opens = config.vfs.decline_open;  // as configured (no_open)
   if (prefetch && config.vfs.decline_open) {
     // The prefetcher tracks the ranks from their opens: until an OpenWatcher
     // reports them (prefetch_opens: inotify), every OPEN must reach the daemon.
@@ -256,6 +257,13 @@ int main(int argc, char** argv) {
                        " predicted files are not in the dataset (first: " + job->first_missing +
                        "); their opens cannot be prepared");
     }
+    if (!job->config.enabled) {
+      clairfs::Log(clairfs::LogLevel::kWarn,
+                   "prefetch: none of the job's " + std::to_string(config.prefetch_world_size) +
+                       " training processes runs on node " + std::to_string(job->node) +
+                       " (prefetch_world_size, prefetch_ranks_per_node): nothing is "
+                       "predicted here");
+    }
     std::string ranks;
     for (uint64_t r : job->config.local_ranks)
       ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
@@ -336,6 +344,13 @@ int main(int argc, char** argv) {
           w.Bool("enabled", false);
           if (!reason.empty()) w.String("reason", reason);
         });
+  }
+  if (!observed && options.decline_open != declines_opens) {
+    // Nothing left to see the opens (the settings did not fit, and no report
+    // channel): they need not reach the daemon.
+    options.decline_open = declines_opens;
+    clairfs::Log(clairfs::LogLevel::kInfo,
+                 "prefetch off: the mount declines opens again (no_open: true)");
   }
   if (observed) {
     options.stats_sections.emplace_back("open_watcher", [&live_watcher](clairfs::JsonWriter& w) {

@@ -58,24 +58,26 @@ Result<pf::OrderSpec> OrderSpecFromConfig(const Config& c) {
 
 Result<prefetch::Listing> ListingFromManifest(const format::Manifest& manifest, uint32_t root) {
   prefetch::Listing listing;
-  // Depth-first over the manifest's directories; the walk order is the
-  // Listing's business, so any order will do here.
-  std::vector<std::pair<uint32_t, std::string>> todo{{root, ""}};
-  while (!todo.empty()) {
-    auto [dir, prefix] = std::move(todo.back());
-    todo.pop_back();
+  // The walk of clairfs-order's ScanDirectory (and a sorted os.walk): depth
+  // first, each directory's entries by name (the manifest keeps them sorted),
+  // so that the list layout indexes the same files on both.
+  std::vector<std::pair<uint32_t, std::string>> todo;
+  auto push_children = [&](uint32_t dir, const std::string& prefix) {
     const uint32_t first = manifest.FirstChild(dir);
-    const uint32_t count = manifest.ChildCount(dir);
-    if (count == 0 && dir != root) {
-      listing.directories.push_back(prefix.substr(0, prefix.size() - 1));
+    for (uint32_t i = first + manifest.ChildCount(dir); i-- > first;) {
+      todo.emplace_back(i, prefix + std::string(manifest.name(i)));
     }
-    for (uint32_t i = first; i < first + count; ++i) {
-      std::string path = prefix + std::string(manifest.name(i));
-      if (manifest.IsDirectory(i)) {
-        todo.emplace_back(i, path + "/");
-      } else {
-        listing.files.push_back(std::move(path));
-      }
+  };
+  push_children(root, "");
+  while (!todo.empty()) {
+    auto [node, path] = std::move(todo.back());
+    todo.pop_back();
+    if (!manifest.IsDirectory(node)) {
+      listing.files.push_back(std::move(path));
+    } else if (manifest.ChildCount(node) == 0) {
+      listing.directories.push_back(std::move(path));
+    } else {
+      push_children(node, path + "/");
     }
   }
   return listing;

@@ -1,6 +1,10 @@
 #include "prefetch/options/read_order.hpp"
 
+#include <algorithm>
 #include <array>
+#include <optional>
+#include <string_view>
+#include <unordered_set>
 #include <utility>
 
 #include "prefetch/order/order_file.hpp"
@@ -28,6 +32,76 @@ Result<DatasetIndex> TorchIndex(const OrderSpec& spec, const Listing& listing) {
   index.paths = listing.files;
   index.labels.assign(index.paths.size(), 0);
   return index;
+}
+
+// The dataset an order file's entries name, over `listing`: the given layout's;
+// without one, nullopt for a path file (the files it names are the dataset,
+// whatever the tree looks like), and for an index file the layout its indices
+// fit, refused when both fit and order the files differently.
+Result<std::optional<DatasetIndex>> OrderFileIndex(const OrderSpec& given, const Listing& listing,
+                                                   const OrderFile& file) {
+  OrderSpec spec = given;
+  const std::string setting = spec.layout == DatasetLayout::kImageFolder ? "image-folder" : "list";
+  if (!file.layout.empty()) {  // the file's "# layout"
+    if (spec.layout_given && file.layout != setting) {
+      return Status::InvalidArgument("order file: it declares '# layout " + file.layout + "', " +
+                                     spec.layout_name + " says " + setting);
+    }
+    spec.layout = file.layout == "list" ? DatasetLayout::kListOrder : DatasetLayout::kImageFolder;
+    spec.layout_given = true;
+  }
+  if (spec.layout_given) {
+    Result<DatasetIndex> index = TorchIndex(spec, listing);
+    if (!index.ok()) {
+      return Status::InvalidArgument("order file: " +
+                                     (file.layout.empty() ? spec.layout_name + " " + setting
+                                                          : "'# layout " + file.layout + "'") +
+                                     ": " + index.status().message());
+    }
+    return std::optional<DatasetIndex>(std::move(index).value());
+  }
+  if (file.entries == OrderFile::Entries::kPaths) {
+    // Each path must be a file of the dataset.
+    std::unordered_set<std::string_view> files(listing.files.begin(), listing.files.end());
+    for (const auto& [key, section] : file.sections) {
+      for (const std::string& p : section.paths) {
+        if (!files.contains(p)) {
+          return Status::NotFound("order file epoch " + std::to_string(key.first) + " rank " +
+                                  std::to_string(key.second) + ": '" + p +
+                                  "' is not a file of the dataset");
+        }
+      }
+    }
+    return std::optional<DatasetIndex>();
+  }
+  Index needed = 0;
+  for (const auto& [key, section] : file.sections) {
+    for (Index i : section.indices) needed = std::max(needed, i + 1);
+  }
+  OrderSpec as_list = spec;
+  as_list.layout = DatasetLayout::kListOrder;
+  DatasetIndex list = TorchIndex(as_list, listing).value();
+  Result<DatasetIndex> folder = ImageFolderIndex(listing, spec.image_folder);
+  const bool folder_fits = folder.ok() && needed <= folder->size();
+  const bool list_fits = needed <= list.size();
+  if (folder_fits && (!list_fits || folder->paths == list.paths)) {
+    return std::optional<DatasetIndex>(std::move(folder).value());
+  }
+  if (list_fits && !folder_fits) return std::optional<DatasetIndex>(std::move(list));
+  const std::string folder_size = folder.ok()
+                                      ? std::to_string(folder->size()) + " as image-folder samples"
+                                      : "no image-folder samples: " + folder.status().message();
+  if (!list_fits) {
+    return Status::InvalidArgument("order file: index " + std::to_string(needed - 1) +
+                                   " is outside the dataset (" + std::to_string(list.size()) +
+                                   " files; " + folder_size + ")");
+  }
+  return Status::InvalidArgument("order file: its indices (up to " + std::to_string(needed - 1) +
+                                 ") fit the dataset both as image-folder samples (" +
+                                 std::to_string(folder->size()) + ") and as its file list (" +
+                                 std::to_string(list.size()) +
+                                 "), which order the files differently: set " + spec.layout_name +
+                                 " to image-folder or list, or write '# layout' into the file");
 }
 
 // keras/src/utils/image_dataset_utils.py (3.3.0 and later, read in 3.3.2,
@@ -76,9 +150,9 @@ Result<ReadOrder> ReadOrder::Build(const OrderSpec& spec, const Listing* listing
     if (!file.ok()) return file.status();
     std::shared_ptr<DatasetIndex> dataset;
     if (listing != nullptr) {
-      Result<DatasetIndex> index = TorchIndex(spec, *listing);
+      Result<std::optional<DatasetIndex>> index = OrderFileIndex(spec, *listing, file.value());
       if (!index.ok()) return index.status();
-      dataset = std::make_shared<DatasetIndex>(std::move(index).value());
+      if (index->has_value()) dataset = std::make_shared<DatasetIndex>(std::move(**index));
     }
     Result<OrderFileSampler> sampler = OrderFileSampler::Create(file.value(), dataset.get());
     if (!sampler.ok()) return sampler.status();

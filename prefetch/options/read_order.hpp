@@ -50,7 +50,12 @@ std::string_view SamplerKindName(SamplerKind kind);
 struct OrderSpec {
   SamplerKind kind = SamplerKind::kTorchDistributed;
   DatasetLayout layout = DatasetLayout::kImageFolder;
-  ImageFolderOptions image_folder;  // used by the torch kinds with kImageFolder
+  // Whether the layout was given. An order file without one has it inferred:
+  // a path file indexes the files it names, an index file the layout its
+  // indices fit (refused, naming `layout_name`, when both fit differently).
+  bool layout_given = false;
+  std::string layout_name = "--layout";  // the caller's name of the setting, for errors
+  ImageFolderOptions image_folder;       // used by the torch kinds with kImageFolder
   DistributedSamplerOptions distributed;
   RandomSamplerOptions random;
   KerasListingOptions keras;

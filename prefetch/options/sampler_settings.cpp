@@ -70,6 +70,7 @@ void SetSeed(SettingContext& ctx, const std::string& v) {
 }
 
 void SetLayout(SettingContext& ctx, const std::string& v) {
+  ctx.spec().layout_given = true;
   if (v == "image-folder") {
     ctx.spec().layout = DatasetLayout::kImageFolder;
   } else if (v == "list") {
@@ -294,6 +295,7 @@ void BuildOrderSpec(const GivenSettings& given, OrderSpec* spec, uint64_t* rank,
                     std::vector<std::string>* errors) {
   *spec = OrderSpec{};
   SettingContext ctx(given, spec, rank, errors);
+  spec->layout_name = ctx.Name("layout");
   if (const std::string* sampler = ctx.Value("sampler")) SetSampler(ctx, *sampler);
   for (const auto& [name, value] : given.values) {
     if (!FindSamplerSetting(name)) ctx.Error(ctx.Name(name) + ": unknown setting");

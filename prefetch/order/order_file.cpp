@@ -119,6 +119,14 @@ class Parser {
       order_.world_size = ws;
       return Status::Ok();
     }
+    if (w[0] == "layout") {
+      if (!in_header) return Error("'# layout' must come before the first section");
+      if (w.size() != 2 || (w[1] != "image-folder" && w[1] != "list")) {
+        return Error("expected '# layout image-folder' or '# layout list'");
+      }
+      order_.layout = std::string(w[1]);
+      return Status::Ok();
+    }
     if (w[0] == "clairfs-order") return Error("repeated or unsupported format line");
     return Status::Ok();  // any other '#' line is a comment
   }
@@ -167,6 +175,13 @@ Result<std::string> FormatOrderFile(const OrderFile& order) {
   bool paths = order.entries == OrderFile::Entries::kPaths;
   out += paths ? "# entries paths\n" : "# entries indices\n";
   if (order.world_size) out += "# world-size " + std::to_string(*order.world_size) + "\n";
+  if (!order.layout.empty()) {
+    if (order.layout != "image-folder" && order.layout != "list") {
+      return Status::InvalidArgument("order file: layout '" + order.layout +
+                                     "' is not image-folder or list");
+    }
+    out += "# layout " + order.layout + "\n";
+  }
   for (const auto& [key, section] : order.sections) {
     std::string where =
         "epoch " + std::to_string(key.first) + " rank " + std::to_string(key.second);

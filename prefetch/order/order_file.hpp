@@ -4,6 +4,7 @@
 //   # clairfs-order v1
 //   # entries paths            (or "indices"; optional, default paths)
 //   # world-size 2             (optional)
+//   # layout image-folder      (optional: what indices count in; or "list")
 //   # epoch 0 rank 0
 //   cls/a.jpg
 //   cls/b.jpg
@@ -38,6 +39,9 @@ struct OrderFile {
 
   Entries entries = Entries::kPaths;
   std::optional<uint64_t> world_size;  // declared, or derived as max rank + 1
+  // "# layout": which listing an index file's indices count in, "image-folder"
+  // or "list" (the `layout` setting's values); empty when not declared.
+  std::string layout;
   // Keyed by (epoch, rank). For kPaths `paths` is filled, for kIndices `indices`.
   struct Section {
     std::vector<std::string> paths;

@@ -45,6 +45,19 @@ TEST_CASE("order file round trip through text and disk", "[unit][prefetch]") {
   CHECK(read->sections.at({1, 0}).paths == Paths{"b/2.jpg", "a/1.jpg"});
 }
 
+TEST_CASE("an index file declares what its indices count in", "[unit][prefetch]") {
+  pf::OrderFile f;
+  f.entries = pf::OrderFile::Entries::kIndices;
+  f.layout = "list";
+  f.sections[{0, 0}].indices = {1, 0};
+  std::string text = pf::FormatOrderFile(f).value();
+  CHECK(text.rfind("# clairfs-order v1\n# entries indices\n# layout list\n", 0) == 0);
+  CHECK(pf::ParseOrderFile(text, "mem")->layout == "list");
+  CHECK(pf::ParseOrderFile("# clairfs-order v1\n", "mem")->layout.empty());
+  f.layout = "folder";
+  CHECK_FALSE(pf::FormatOrderFile(f).ok());
+}
+
 TEST_CASE("order file parse errors name the line", "[unit][prefetch]") {
   CHECK(ErrorOf("epoch 0 rank 0\n") == "f:1: the first line must be '# clairfs-order v1'");
   CHECK(ErrorOf("# clairfs-order v1\na.jpg\n") ==
@@ -57,6 +70,9 @@ TEST_CASE("order file parse errors name the line", "[unit][prefetch]") {
       0);
   CHECK(ErrorOf("# clairfs-order v1\n# epoch 0 rank 0\n# entries indices\n").rfind("f:3:", 0) == 0);
   CHECK(ErrorOf("# clairfs-order v1\n# entries words\n").rfind("f:2:", 0) == 0);
+  CHECK(ErrorOf("# clairfs-order v1\n# layout folder\n") ==
+        "f:2: expected '# layout image-folder' or '# layout list'");
+  CHECK(ErrorOf("# clairfs-order v1\n# epoch 0 rank 0\n# layout list\n").rfind("f:3:", 0) == 0);
   auto st = pf::ParseOrderFile("", "f");
   CHECK(st.status().code() == clairfs::Code::kCorruption);
 }

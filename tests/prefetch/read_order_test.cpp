@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <optional>
 #include <set>
 
 #include "prefetch/options/order_flags.hpp"
@@ -79,12 +80,86 @@ TEST_CASE("ReadOrder replays an order file against a listing", "[unit][prefetch]
   pf::OrderSpec spec;
   spec.kind = pf::SamplerKind::kOrderFile;
   spec.order_file = file;
+  spec.layout_given = true;  // the paths' indices are the ImageFolder's
   pf::Listing listing = Tree();
   auto order = pf::ReadOrder::Build(spec, &listing);
   REQUIRE(order.ok());
   CHECK(order->sampler().Order(0, 2).value() == std::vector<pf::Index>{3, 0});
   CHECK(order->order_file_epochs(0) == std::vector<uint64_t>{2});
   CHECK(order->Paths(0, 2).value() == Paths{"dog/4.png", "cat/1.jpg"});
+}
+
+TEST_CASE("an order file's layout is inferred from its entries, or refused naming the key",
+          "[unit][prefetch]") {
+  pf::testing::TempDir t;
+  auto build = [&](const pf::OrderFile& f, const pf::Listing& listing,
+                   std::optional<pf::DatasetLayout> layout = std::nullopt) {
+    std::string file = t.path() + "/o";
+    REQUIRE(pf::WriteOrderFile(file, f).ok());
+    pf::GivenSettings given;
+    given.names = pf::SettingNames::kKeys;
+    given.values = {{"sampler", "order-file"}, {"order-file", file}};
+    if (layout)
+      given.values["layout"] = *layout == pf::DatasetLayout::kListOrder ? "list" : "image-folder";
+    return pf::ReadOrder::Build(pf::BuildOrderSpec(given).value(), &listing);
+  };
+  // Files no ImageFolder takes (DLIO's npz files in one directory, a file at
+  // the root): a path file needs no layout; its paths are the dataset.
+  pf::Listing npz = pf::ListingFromPaths({"train/a.npz", "train/b.npz", "README"}).value();
+  pf::OrderFile paths;
+  paths.sections[{0, 0}].paths = {"train/b.npz", "README"};
+  auto inferred = build(paths, npz);
+  REQUIRE(inferred.ok());
+  CHECK(inferred->Paths(0, 0).value() == Paths{"train/b.npz", "README"});
+  // Given explicitly, image-folder is refused with the key named.
+  auto refused = build(paths, npz, pf::DatasetLayout::kImageFolder);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find("prefetch_layout image-folder") != std::string::npos);
+  CHECK(build(paths, npz, pf::DatasetLayout::kListOrder).ok());
+
+  // Indices: the layout they fit. No image-folder samples here: the list.
+  pf::OrderFile indices;
+  indices.entries = pf::OrderFile::Entries::kIndices;
+  indices.sections[{0, 0}].indices = {2, 0};
+  auto listed = build(indices, npz);
+  REQUIRE(listed.ok());
+  CHECK(listed->Paths(0, 0).value() == Paths{npz.files[2], npz.files[0]});
+  // An ImageFolder tree whose file list orders the same: either reading agrees.
+  pf::Listing tree = Tree();
+  auto folder = build(indices, tree);
+  REQUIRE(folder.ok());
+  CHECK(folder->Paths(0, 0).value() == Paths{"dog/3.jpg", "cat/1.jpg"});
+  // A root-level file the list takes and ImageFolder does not: index 5 fits
+  // only the list (6 files against 5 samples)...
+  pf::Listing extra = Tree();
+  extra.files.insert(extra.files.begin(), "a.txt");
+  indices.sections[{0, 0}].indices = {5, 0};
+  auto past_folder = build(indices, extra);
+  REQUIRE(past_folder.ok());
+  CHECK(past_folder->Paths(0, 0).value() == Paths{"dog/5.jpg", "a.txt"});
+  // ...while indices both fit, naming other files in each, are refused.
+  indices.sections[{0, 0}].indices = {1, 0};
+  auto ambiguous = build(indices, extra);
+  REQUIRE_FALSE(ambiguous.ok());
+  CHECK(ambiguous.status().message().find("set prefetch_layout to image-folder or list") !=
+        std::string::npos);
+  CHECK(build(indices, extra, pf::DatasetLayout::kImageFolder)->Paths(0, 0).value() ==
+        Paths{"cat/2.jpg", "cat/1.jpg"});
+  // A file that says what its indices count in needs no setting, and one
+  // that disagrees with the setting is refused.
+  indices.layout = "list";
+  CHECK(build(indices, extra)->Paths(0, 0).value() == Paths{"cat/1.jpg", "a.txt"});
+  auto conflict = build(indices, extra, pf::DatasetLayout::kImageFolder);
+  REQUIRE_FALSE(conflict.ok());
+  CHECK(conflict.status().message() ==
+        "order file: it declares '# layout list', prefetch_layout says image-folder");
+  indices.layout.clear();
+  // Past every reading: the sizes of both in the message.
+  indices.sections[{0, 0}].indices = {6};
+  auto outside = build(indices, extra);
+  REQUIRE_FALSE(outside.ok());
+  CHECK(outside.status().message().find("index 6 is outside the dataset (6 files; 5 as "
+                                        "image-folder samples)") != std::string::npos);
 }
 
 TEST_CASE("sampler kinds parse by name", "[unit][prefetch]") {

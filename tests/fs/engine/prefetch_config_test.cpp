@@ -9,6 +9,9 @@
 #include "fs/config/config_loader.hpp"
 #include "prefetch/options/order_flags.hpp"
 #include "prefetch/options/read_order.hpp"
+#include "prefetch/order/order_file.hpp"
+#include "tests/support/format_fixture.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace clairfs::fs {
 namespace {
@@ -187,6 +190,76 @@ TEST_CASE("prefetch checks across keys are reported together", "[prefetch_config
   const auto random = ValidateConfig(c);
   REQUIRE(random.size() == 1);
   CHECK(random[0].find("torch-random") != std::string::npos);
+}
+
+// A tree whose walk order and sorted order differ ("a-b/x.npz" < "a/z.npz" by
+// bytes, directory "a" before "a-b" in a walk), with files no ImageFolder takes.
+std::shared_ptr<const format::Manifest> WalkManifest(const std::vector<std::string>& paths) {
+  namespace ft = clairfs::format::testing;
+  ft::DatasetSpec spec;
+  for (const std::string& p : paths) spec.files.push_back({p, ft::TextBytes(10, 1), 0});
+  spec.empty_dirs = {"empty"};
+  auto ds = ft::BuildDataset(spec);
+  REQUIRE(ds.ok());
+  auto m = format::Manifest::Parse(ds->manifest, "test manifest");
+  REQUIRE(m.ok());
+  return *m;
+}
+
+const std::vector<std::string> kWalkTree = {"a.txt",     "a/z.npz", "a/b/c.npz",
+                                            "a-b/x.npz", "B/y.npz", "z.npz"};
+
+TEST_CASE("the daemon lists its manifest in clairfs-order's walk order", "[prefetch_config]") {
+  auto manifest = WalkManifest(kWalkTree);
+  pf::testing::TempDir t;
+  for (const std::string& p : kWalkTree) t.Touch(p);
+  t.MakeDir("empty");
+  auto scanned = pf::ScanDirectory(t.path());
+  auto listed = ListingFromManifest(*manifest, *manifest->Resolve(""));
+  REQUIRE((scanned.ok() && listed.ok()));
+  CHECK(listed->files == scanned->files);
+  CHECK(listed->files ==
+        std::vector<std::string>{"B/y.npz", "a/b/c.npz", "a/z.npz", "a-b/x.npz", "a.txt", "z.npz"});
+  CHECK(listed->directories == std::vector<std::string>{"empty"});
+}
+
+TEST_CASE("an order file needs no other setting, or is refused naming the key",
+          "[prefetch_config]") {
+  auto manifest = WalkManifest(kWalkTree);
+  pf::testing::TempDir t;
+  Config c;
+  c.prefetch_sampler = "order-file";
+  c.prefetch_settings = {{"order_file", t.path() + "/o"}};
+  c.prefetch_world_size = 1;
+  auto write = [&](const pf::OrderFile& f) {
+    REQUIRE(pf::WriteOrderFile(t.path() + "/o", f).ok());
+  };
+  // Paths of files no ImageFolder would take (DLIO's npz files): predicted as they are.
+  pf::OrderFile paths;
+  paths.sections[{0, 0}].paths = {"z.npz", "a/b/c.npz"};
+  write(paths);
+  auto job = BuildPrefetchJob(c, *manifest, 0, 1);
+  INFO((job.ok() ? "" : job.status().ToString()));
+  REQUIRE(job.ok());
+  CHECK(job->config.enabled);
+  CHECK(job->missing_files == 0);
+  CHECK(PredictedFiles(*job)(0, 0).value() ==
+        std::vector<uint32_t>{*manifest->Resolve("z.npz"), *manifest->Resolve("a/b/c.npz")});
+  // ...unless the layout says otherwise: refused, naming the key.
+  c.prefetch_settings.emplace_back("layout", "image-folder");
+  auto refused = BuildPrefetchJob(c, *manifest, 0, 1);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find("prefetch_layout image-folder") != std::string::npos);
+  c.prefetch_settings.pop_back();
+  // Indices: counted in the walk (no image-folder sample exists here).
+  pf::OrderFile indices;
+  indices.entries = pf::OrderFile::Entries::kIndices;
+  indices.sections[{0, 0}].indices = {5, 2};
+  write(indices);
+  auto listed = BuildPrefetchJob(c, *manifest, 0, 1);
+  REQUIRE(listed.ok());
+  CHECK(PredictedFiles(*listed)(0, 0).value() ==
+        std::vector<uint32_t>{*manifest->Resolve("z.npz"), *manifest->Resolve("a/z.npz")});
 }
 
 }  // namespace

@@ -206,4 +206,46 @@ import json, sys
 p = json.load(open(sys.argv[1]))["prefetch"]
 assert p["enabled"] is False and "no-such-order-file" in p["reason"], p
 PYEOF
+summary=$("$BIN/clairfs-summary" "$WORK/mnt-bad/.clairfs/stats.json")
+[[ $summary == *"prefetching off: the prefetch settings do not fit the dataset ("*no-such-order-file* ]] \
+  || fail "clairfs-summary does not say why prefetching is off: $summary"
+
+# The same without a report channel: nothing needs the opens, so the mount
+# declines them again (one OPEN request, declined, then the kernel's own).
+fusermount3 -u "$WORK/mnt-bad"
+wait "$DAEMON_PID" || fail "clairfsd did not exit cleanly"
+mount_dataset "$WORK/out" "$WORK/mnt-bad" "$WORK/daemon-bad2.log" --ram-cache 64M \
+  --prefetch-sampler order-file --prefetch-order-file "$WORK/no-such-order-file" --report false
+grep -q "prefetch off: the mount declines opens again" "$WORK/daemon-bad2.log" \
+  || { cat "$WORK/daemon-bad2.log"; fail "opens not declined with prefetching off"; }
+diff -r "$WORK/src" "$WORK/mnt-bad" >/dev/null || fail "declined opens changed what is served"
+"$PY" - "$WORK/mnt-bad/.clairfs/stats.json" <<'PYEOF' || fail "opens reached the daemon with prefetching off"
+import json, sys
+s = json.load(open(sys.argv[1]))
+print("prefetch off, no report: OPEN requests %d for 322 files" % s["requests"]["open"])
+assert s["requests"]["open"] <= 1, s["requests"]
+PYEOF
+
+# An order file of paths needs no other setting, whatever the files are
+# (here the root's README and a file of val/, which no ImageFolder over the
+# root takes): the daemon predicts them.
+fusermount3 -u "$WORK/mnt-bad"
+wait "$DAEMON_PID" || fail "clairfsd did not exit cleanly"
+printf '# clairfs-order v1\n# epoch 0 rank 0\nREADME\nval/v.jpg\ntrain/class03/img007.jpg\n' \
+  >"$WORK/any.order"
+mount_dataset "$WORK/out" "$WORK/mnt-any" "$WORK/daemon-any.log" --ram-cache 64M \
+  --prefetch-sampler order-file --prefetch-order-file "$WORK/any.order"
+wait_log "$WORK/daemon-any.log" "prefetch: order-file over 3 files"
+cat "$WORK/mnt-any/README" "$WORK/mnt-any/val/v.jpg" "$WORK/mnt-any/train/class03/img007.jpg" \
+  | cmp - <(cat "$WORK/src/README" "$WORK/src/val/v.jpg" "$WORK/src/train/class03/img007.jpg") \
+  || fail "the order file's files read wrong"
+"$PY" - "$WORK/mnt-any/.clairfs/stats.json" <<'PYEOF' || fail "the order file's opens were not followed"
+import json, sys, time
+for _ in range(50):  # inotify's events arrive a moment after the opens
+    p = json.load(open(sys.argv[1]))["prefetch"]
+    if p["opens"] >= 3:
+        break
+    time.sleep(0.1)
+assert p["enabled"] is True and p["opens"] == 3 and p["deviations"] == 0, p
+PYEOF
 echo "PASS: prefetch through the mount"
