@@ -154,6 +154,10 @@ void EngineSlot::OnListed(uint32_t first, uint32_t end) {
   if (PrefetchEngine* e = get()) e->OnListed(first, end);
 }
 
+void EngineSlot::OnReadWait(uint32_t node, uint64_t ns) {
+  if (PrefetchEngine* e = get()) e->OnReadWait(node, ns);
+}
+
 void EngineSlot::OnOpenEvent(uint32_t node) {
   if (PrefetchEngine* e = get()) e->OnOpenEvent(node);
 }

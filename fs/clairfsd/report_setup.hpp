@@ -62,6 +62,7 @@ class EngineSlot final : public OpenObserver {
 
   void OnOpen(uint32_t node) override;
   void OnListed(uint32_t first, uint32_t end) override;
+  void OnReadWait(uint32_t node, uint64_t ns) override;
   // An open seen by the OpenWatcher.
   void OnOpenEvent(uint32_t node);
 

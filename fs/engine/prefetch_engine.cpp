@@ -177,6 +177,11 @@ void PrefetchEngine::Observe(uint32_t node, bool answering) {
   planner->EndStall(r);
 }
 
+void PrefetchEngine::OnReadWait(uint32_t node, uint64_t ns) {
+  if (node >= in_dataset_.size() || in_dataset_[node] == 0) return;
+  planner()->RecordReadStall(std::chrono::nanoseconds(ns));
+}
+
 void PrefetchEngine::OnListed(uint32_t first, uint32_t end) {
   if (pusher_ == nullptr) return;
   // The kernel makes the inodes once the reply is out: first try a little

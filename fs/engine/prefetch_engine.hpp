@@ -145,6 +145,8 @@ class PrefetchEngine final : public OpenObserver, public FileOwner {
   // not waiting for an answer, so nothing waits for an in-flight fetch.
   void OnOpenEvent(uint32_t node);
   void OnListed(uint32_t first, uint32_t end) override;
+  // A read of a dataset file waited: counted as a stall (RecordReadStall).
+  void OnReadWait(uint32_t node, uint64_t ns) override;
 
   // FileOwner: the RAM cache asks whether to keep a loaded block.
   bool Keep(uint32_t node, std::vector<uint32_t>* drop) override;

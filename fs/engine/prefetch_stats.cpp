@@ -25,6 +25,8 @@ void PrefetchEngine::AddOpenCounts(const prefetch::PlannerStats& from, prefetch:
   to->stalled_opens += from.stalled_opens;
   to->stall_ns += from.stall_ns;
   to->max_stall_ns = std::max(to->max_stall_ns, from.max_stall_ns);
+  to->read_stalls += from.read_stalls;
+  to->read_stall_ns += from.read_stall_ns;
   to->deviations += from.deviations;
   to->repeat_opens += from.repeat_opens;
   to->unreported_opens += from.unreported_opens;
@@ -129,6 +131,8 @@ void PrefetchEngine::WriteStats(clairfs::JsonWriter& w) const {
   w.Integer("stalls", p.stalled_opens)
       .Integer("stall_ns", p.stall_ns)
       .Integer("max_stall_ns", p.max_stall_ns)
+      .Integer("read_stalls", p.read_stalls)
+      .Integer("read_stall_ns", p.read_stall_ns)
       .Integer("waits", s.waits)
       .Integer("wait_ns", s.wait_ns)
       .Integer("wait_timeouts", s.wait_timeouts)
@@ -178,7 +182,8 @@ void PrefetchEngine::WriteStats(clairfs::JsonWriter& w) const {
         .Integer("ready", e.ready)
         .Integer("stalls", e.stalls)
         .Integer("deviations", e.deviations)
-        .Integer("resyncs", e.resyncs);
+        .Integer("resyncs", e.resyncs)
+        .Integer("stall_ns", e.stall_ns);
     if (auto loader = loader_of ? loader_of(e.epoch) : std::nullopt) {
       w.Integer("loader", loader->first).Integer("loader_epoch", loader->second);
     }

@@ -7,7 +7,8 @@
 // Vfs::ReadDir calls OnListed(first, end) with the nodes of the entries it
 // handed out (children of one directory are consecutive nodes) before the
 // reply is sent: with READDIRPLUS the kernel makes inodes of them once it has
-// the reply, so pushes it refused until then may succeed a little later. Both
+// the reply, so pushes it refused until then may succeed a little later.
+// Vfs::Read calls OnReadWait for a READ that had to wait for its bytes. All
 // run on FUSE worker threads and must be thread-safe and quick.
 //
 // PageCachePusher: hands decoded bytes of a file to the kernel's page cache
@@ -33,6 +34,13 @@ class OpenObserver {
   virtual void OnListed(uint32_t first, uint32_t end) {
     (void)first;
     (void)end;
+  }
+  // A READ of file `node` that the RAM cache could not answer at once (a load
+  // from the packs or a peer, or a wait for a load under way) took `ns`:
+  // called after the load, before the reply.
+  virtual void OnReadWait(uint32_t node, uint64_t ns) {
+    (void)node;
+    (void)ns;
   }
 };
 

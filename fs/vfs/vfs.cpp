@@ -240,8 +240,16 @@ Result<ReadData> Vfs::Read(uint64_t ino, uint64_t offset, size_t size) {
   const uint32_t node = NodeOfInode(ino);
   if (manifest_->IsDirectory(node)) return Status::IOError("is a directory", EISDIR);
   Stats::Add(stats_->reads, 1);
+  const auto t0 = std::chrono::steady_clock::now();
   Result<ReadData> data = reader_.Read(node, offset, size);
-  if (data.ok()) CountAnswered(*data);
+  if (!data.ok()) return data;
+  CountAnswered(*data);
+  if (!data->from_ram_cache && data->total > 0 && options_.open_observer != nullptr) {
+    const auto waited = std::chrono::steady_clock::now() - t0;
+    options_.open_observer->OnReadWait(
+        node, static_cast<uint64_t>(
+                  std::chrono::duration_cast<std::chrono::nanoseconds>(waited).count()));
+  }
   return data;
 }
 

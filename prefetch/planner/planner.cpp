@@ -119,6 +119,7 @@ OpenResult Planner::OnOpen(FileId file) {
     return r;
   }
   EpochCounts& epoch = EpochOf(found);
+  stall_epoch_ = epoch.epoch;
   ++epoch.opens;
   ++(r.ready ? epoch.ready : epoch.stalls);
   if (found != kNever) {
@@ -203,9 +204,22 @@ void Planner::EndStall(const OpenResult& open) {
 
 void Planner::RecordStall(Clock::Duration waited) {
   MutexLock lock(&mu_);
-  uint64_t ns = static_cast<uint64_t>(std::max<int64_t>(0, waited.count()));
+  AddStall(waited);
+}
+
+void Planner::RecordReadStall(Clock::Duration waited) {
+  MutexLock lock(&mu_);
+  ++stats_.read_stalls;
+  stats_.read_stall_ns += AddStall(waited);
+}
+
+uint64_t Planner::AddStall(Clock::Duration waited) {
+  const uint64_t ns = static_cast<uint64_t>(std::max<int64_t>(0, waited.count()));
   stats_.stall_ns += ns;
   stats_.max_stall_ns = std::max(stats_.max_stall_ns, ns);
+  // Before any open there is no epoch to charge (and no job waiting on one).
+  if (auto it = per_epoch_.find(stall_epoch_); it != per_epoch_.end()) it->second.stall_ns += ns;
+  return ns;
 }
 
 void Planner::Maintain() {

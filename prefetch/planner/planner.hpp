@@ -120,6 +120,9 @@ class Planner {
   void EndStall(const OpenResult& open) CLAIRFS_EXCLUDES(mu_);
   // Records a wait measured by the caller.
   void RecordStall(Clock::Duration waited) CLAIRFS_EXCLUDES(mu_);
+  // Records a read of a dataset file that waited (a load from the packs or a
+  // peer, or for one under way): the job felt it as much as a wait at an open.
+  void RecordReadStall(Clock::Duration waited) CLAIRFS_EXCLUDES(mu_);
 
   // Up to `max` files to fetch now, in order of next use, with the evictions
   // that make room for them. Empty when disabled or lost.
@@ -198,6 +201,8 @@ class Planner {
   // The epoch an open belongs to: that of merged time `t`, or (kNever) the
   // epoch the furthest-behind local rank is in.
   EpochCounts& EpochOf(uint64_t t) CLAIRFS_REQUIRES(mu_);
+  // Adds a wait to the totals and to the latest open's epoch; returns its ns.
+  uint64_t AddStall(Clock::Duration waited) CLAIRFS_REQUIRES(mu_);
   // Keeps the first deviation's details in stats_ (PlannerStats).
   void NoteFirstDeviation(FileId file, uint64_t epoch) CLAIRFS_REQUIRES(mu_);
   // Reads only input_: needs no lock, and runs without it.
@@ -341,6 +346,7 @@ class Planner {
   std::vector<uint8_t> oversize_seen_ CLAIRFS_GUARDED_BY(mu_);
   PlannerStats stats_ CLAIRFS_GUARDED_BY(mu_);
   std::map<uint64_t, EpochCounts> per_epoch_ CLAIRFS_GUARDED_BY(mu_);
+  uint64_t stall_epoch_ CLAIRFS_GUARDED_BY(mu_) = 0;  // the latest open's: its waits go there
 };
 
 }  // namespace clairfs::prefetch

@@ -27,6 +27,7 @@ void Planner::OnBatchOpen(FileId file, bool repeat, OpenResult* r, MutexLock* lo
   const uint64_t epoch = at.found ? at.epoch : batches_->current_epoch();
   EpochCounts& counts = per_epoch_[epoch];
   counts.epoch = epoch;
+  stall_epoch_ = epoch;
   ++counts.opens;
   ++(r->ready ? counts.ready : counts.stalls);
   if (at.found) {

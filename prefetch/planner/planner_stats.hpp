@@ -23,6 +23,9 @@ struct EpochCounts {
   uint64_t stalls = 0;      // not resident: waited or read on demand
   uint64_t deviations = 0;  // located nowhere
   uint64_t resyncs = 0;     // jumps made while in this epoch (none in batch mode)
+  // Waited at its opens and at reads of files that were not ready (counted
+  // for the epoch of the latest open seen).
+  uint64_t stall_ns = 0;
 };
 
 // An open found in no local rank's window, as the planner saw it.
@@ -43,8 +46,12 @@ struct PlannerStats {
   uint64_t predicted_opens = 0;  // located in a local rank's window (or by a resync)
   uint64_t ready_opens = 0;      // the file was resident at the open
   uint64_t stalled_opens = 0;    // it was not (in flight or absent)
-  uint64_t stall_ns = 0;         // wait reported through EndStall/RecordStall
+  // Every wait reported: at opens (EndStall/RecordStall) and at reads
+  // (RecordReadStall); the longest single one.
+  uint64_t stall_ns = 0;
   uint64_t max_stall_ns = 0;
+  uint64_t read_stalls = 0;    // reads the RAM cache could not answer at once
+  uint64_t read_stall_ns = 0;  // their part of stall_ns
 
   // Tracking.
   uint64_t repeat_opens = 0;  // a recently opened file opened again (neither)
