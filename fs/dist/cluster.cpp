@@ -186,6 +186,7 @@ void Cluster::WriteStats(clairfs::JsonWriter& w) const {
         .Integer("bytes_total", p.bytes_total)
         .Integer("bytes_copied", p.bytes_copied)
         .Integer("bytes_verified", p.bytes_verified)
+        .Integer("bytes_kept", p.bytes_kept)
         .Integer("threads", p.threads)
         .Bool("finished", p.finished)
         .Number("seconds", p.seconds.load())

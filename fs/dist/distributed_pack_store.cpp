@@ -130,6 +130,11 @@ Result<const format::RandomAccessFile*> DistributedPackStore::Own(uint32_t p) {
   if (stager_ != nullptr) {
     if (const format::RandomAccessFile* f = stager_->Staged(p)) return f;
     stager_->Prefer(p);  // needed before its turn: staged next
+    // Read once: what this read brings from the dataset directory, staging
+    // does not read again.
+    auto source = shared_.Pack(p);
+    if (!source.ok()) return source;
+    return stager_->Reading(p, *source);
   }
   return shared_.Pack(p);
 }

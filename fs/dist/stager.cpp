@@ -19,7 +19,70 @@ constexpr size_t kChunk = 8u << 20;  // large sequential reads suit parallel fil
 
 std::string Mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
+Status PreadExact(int fd, uint64_t offset, size_t size, char* dst, const std::string& name) {
+  for (size_t done = 0; done < size;) {
+    const ssize_t n = ::pread(fd, dst + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno(errno, "read " + name);
+    if (n == 0) return Status::Corruption(name + ": pack is shorter than the manifest says");
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+// Reads of a pack not staged yet: from the staged copy once there is one,
+// else from the copy being made where it holds the bytes, else from the
+// dataset directory, keeping what was read for staging.
+class Stager::TeeFile final : public format::RandomAccessFile {
+ public:
+  TeeFile(Stager* stager, uint32_t p, const format::RandomAccessFile* source)
+      : stager_(stager), p_(p), source_(source) {}
+
+  Status ReadExact(uint64_t offset, size_t size, void* dst) const override {
+    if (const format::RandomAccessFile* staged = stager_->Staged(p_)) {
+      return staged->ReadExact(offset, size, dst);
+    }
+    PartialCopy* copy = nullptr;
+    if (!stager_->closed_[p_].load(std::memory_order_acquire)) {
+      MutexLock lock(&stager_->mu_);
+      copy = stager_->partial_[p_].get();
+    }
+    if (copy == nullptr) {
+      Status st = source_->ReadExact(offset, size, dst);
+      if (st.ok()) stager_->Keep(p_, offset, dst, size);
+      return st;
+    }
+    // What the copy holds from it, the gaps from the dataset directory (kept).
+    char* out = static_cast<char*>(dst);
+    uint64_t at = offset;
+    for (const auto& [lo, hi] : copy->Gaps(offset, offset + size)) {
+      if (at < lo) CLAIRFS_RETURN_IF_ERROR(copy->ReadExact(at, lo - at, out + (at - offset)));
+      CLAIRFS_RETURN_IF_ERROR(source_->ReadExact(lo, hi - lo, out + (lo - offset)));
+      stager_->Keep(p_, lo, out + (lo - offset), hi - lo);
+      at = hi;
+    }
+    if (at < offset + size) {
+      CLAIRFS_RETURN_IF_ERROR(copy->ReadExact(at, offset + size - at, out + (at - offset)));
+    }
+    return Status::Ok();
+  }
+  const std::string& name() const override { return source_->name(); }
+  void WillNeed(uint64_t offset, size_t size) const override {
+    const format::RandomAccessFile* staged = stager_->Staged(p_);
+    (staged != nullptr ? staged : source_)->WillNeed(offset, size);
+  }
+  bool ReadIfCached(uint64_t offset, size_t size, void* dst) const override {
+    const format::RandomAccessFile* staged = stager_->Staged(p_);
+    return (staged != nullptr ? staged : source_)->ReadIfCached(offset, size, dst);
+  }
+
+ private:
+  Stager* const stager_;
+  const uint32_t p_;
+  const format::RandomAccessFile* const source_;
+};
 
 Stager::Stager(std::string dataset_dir, std::string local_dir,
                std::shared_ptr<const format::Manifest> manifest, std::vector<uint32_t> partitions,
@@ -32,8 +95,21 @@ Stager::Stager(std::string dataset_dir, std::string local_dir,
       log_every_(log_every),
       clock_(clock),
       staged_(manifest_->partition_count() + 1),
-      owned_(manifest_->partition_count() + 1) {
+      owned_(manifest_->partition_count() + 1),
+      mine_(manifest_->partition_count() + 1, 0),
+      partial_(manifest_->partition_count() + 1),
+      tees_(manifest_->partition_count() + 1) {
+  const uint32_t n = manifest_->partition_count() + 1;
   for (auto& s : staged_) s.store(nullptr);
+  closed_.reset(new std::atomic<bool>[n]);
+  tee_of_.reset(new std::atomic<const format::RandomAccessFile*>[n]);
+  for (uint32_t p = 0; p < n; ++p) {
+    closed_[p].store(false);
+    tee_of_[p].store(nullptr);
+  }
+  for (uint32_t p : partitions_) {
+    if (p < n) mine_[p] = 1;
+  }
   waiting_.assign(partitions_.begin(), partitions_.end());
   preferred_.reset(new std::atomic<bool>[manifest_->partition_count() + 1]);
   for (uint32_t p = 0; p <= manifest_->partition_count(); ++p) preferred_[p].store(false);
@@ -44,6 +120,11 @@ Stager::Stager(std::string dataset_dir, std::string local_dir,
 Stager::~Stager() {
   cancel_ = true;
   for (auto& t : workers_) t.join();
+  // Copies begun by reads of packs whose staging never came.
+  MutexLock lock(&mu_);
+  for (uint32_t p = 0; p < partial_.size(); ++p) {
+    if (partial_[p] != nullptr && !closed_[p].load()) ::unlink(partial_[p]->path().c_str());
+  }
 }
 
 void Stager::Start() {
@@ -87,6 +168,54 @@ std::vector<uint32_t> Stager::begun() const {
   return begun_;
 }
 
+const format::RandomAccessFile* Stager::Reading(uint32_t p,
+                                                const format::RandomAccessFile* source) {
+  if (p >= mine_.size() || mine_[p] == 0) return source;
+  if (const format::RandomAccessFile* tee = tee_of_[p].load(std::memory_order_acquire)) {
+    return tee;
+  }
+  MutexLock lock(&mu_);
+  if (tees_[p] == nullptr) {
+    tees_[p] = std::make_unique<TeeFile>(this, p, source);
+    tee_of_[p].store(tees_[p].get(), std::memory_order_release);
+  }
+  return tees_[p].get();
+}
+
+Result<PartialCopy*> Stager::Partial(uint32_t p) {
+  MutexLock lock(&mu_);
+  if (partial_[p] == nullptr) {
+    std::error_code ec;  // a read before Start: the directory may not be there yet
+    std::filesystem::create_directories(local_dir_, ec);
+    auto copy = PartialCopy::Create(local_dir_ + "/." + manifest_->PackName(p) + ".staging");
+    if (!copy.ok()) return copy.status();
+    partial_[p] = std::move(copy).value();
+  }
+  return partial_[p].get();
+}
+
+void Stager::Keep(uint32_t p, uint64_t offset, const void* data, size_t size) {
+  if (closed_[p].load(std::memory_order_acquire) || cancel_) return;
+  auto copy = Partial(p);
+  Status st = copy.ok() ? (*copy)->Write(offset, data, size) : copy.status();
+  if (st.ok()) {
+    progress_.bytes_kept += size;
+  } else if (!keep_failure_logged_.exchange(true)) {
+    Log(LogLevel::kWarn, "staging: a read of " + manifest_->PackName(p) +
+                             " could not be kept for staging, which reads it again (said "
+                             "once): " +
+                             st.message());
+  }
+}
+
+void Stager::Close(uint32_t p, bool copy_in_use) {
+  closed_[p].store(true, std::memory_order_release);
+  MutexLock lock(&mu_);
+  if (partial_[p] == nullptr) return;
+  partial_[p]->Disable();
+  if (!copy_in_use) ::unlink(partial_[p]->path().c_str());
+}
+
 void Stager::Worker() {
   for (;;) {
     uint32_t p;
@@ -124,26 +253,31 @@ Status Stager::StageOne(uint32_t p) {
   const std::string name = manifest_->PackName(p);
   const std::string local = local_dir_ + "/" + name;
   bool intact = false;
-  CLAIRFS_RETURN_IF_ERROR(VerifyExisting(p, local, &intact));
-  if (intact) {
+  Status st = VerifyExisting(p, local, &intact);
+  bool copied = false;
+  if (st.ok() && intact) {
     progress_.packs_reused++;
-  } else {
-    const std::string tmp = local_dir_ + "/." + name + ".staging";
-    Status st = Copy(p, dataset_dir_ + "/" + name, tmp);
-    if (st.ok() && ::rename(tmp.c_str(), local.c_str()) != 0) {
-      st = Status::FromErrno(errno, "rename " + tmp);
+  } else if (st.ok()) {
+    auto copy = Partial(p);
+    st = copy.ok() ? Copy(p, dataset_dir_ + "/" + name, *copy) : copy.status();
+    if (st.ok() && ::rename((*copy)->path().c_str(), local.c_str()) != 0) {
+      st = Status::FromErrno(errno, "rename " + (*copy)->path());
     }
-    if (!st.ok()) {
-      ::unlink(tmp.c_str());
-      return st;
-    }
+    copied = st.ok();
   }
-  auto file = format::OpenPack(local_dir_, *manifest_, p);
-  if (!file.ok()) return file.status();
-  MutexLock lock(&mu_);
-  owned_[p] = std::move(file).value();
-  staged_[p].store(owned_[p].get(), std::memory_order_release);
-  return Status::Ok();
+  if (st.ok()) {
+    auto file = format::OpenPack(local_dir_, *manifest_, p);
+    if (file.ok()) {
+      MutexLock lock(&mu_);
+      owned_[p] = std::move(file).value();
+      staged_[p].store(owned_[p].get(), std::memory_order_release);
+    }
+    st = file.status();
+  }
+  // Staged first, then closed: a read sees the staged copy or the whole
+  // copy being made, never neither.
+  Close(p, /*copy_in_use=*/copied);
+  return st;
 }
 
 Status Stager::VerifyExisting(uint32_t p, const std::string& path, bool* intact) {
@@ -163,47 +297,53 @@ Status Stager::VerifyExisting(uint32_t p, const std::string& path, bool* intact)
   return Status::Ok();
 }
 
-Status Stager::Copy(uint32_t p, const std::string& from, const std::string& to) {
+Status Stager::Copy(uint32_t p, const std::string& from, PartialCopy* to) {
   int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
   if (in < 0 && errno == ENOENT) {
     return Status::NotFound(from + ": partition " + std::to_string(p) +
                             " pack is missing from the dataset directory");
   }
   if (in < 0) return Status::FromErrno(errno, "open " + from);
-  ::posix_fadvise(in, 0, 0, POSIX_FADV_SEQUENTIAL);
-  auto out = format::BufferedWriter::Create(to, kChunk);
-  if (!out.ok()) {
-    ::close(in);
-    return out.status();
+  const uint64_t size = manifest_->partition(p).pack_bytes;
+  struct stat info;
+  Status st;
+  if (::fstat(in, &info) != 0) {
+    st = Status::FromErrno(errno, "stat " + from);
+  } else if (static_cast<uint64_t>(info.st_size) != size) {
+    st = Status::Corruption(from + ": pack does not match the manifest (size)");
   }
+  ::posix_fadvise(in, 0, 0, POSIX_FADV_SEQUENTIAL);
+  // In order, a chunk at a time: what the copy lacks is read from the dataset
+  // directory and written into it; what it holds already (an earlier read
+  // kept it) is taken back from it, so the checksum sees every byte in order.
   format::StreamingChecksum sum;
   std::vector<char> buf(kChunk);
-  uint64_t total = 0;
-  Status st;
-  while (st.ok() && !cancel_) {
-    ssize_t n = ::read(in, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      st = Status::FromErrno(errno, "read " + from);
-      break;
+  uint64_t copied = 0;
+  for (uint64_t off = 0; st.ok() && off < size && !cancel_;) {
+    const uint64_t end = std::min<uint64_t>(size, off + kChunk);
+    uint64_t at = off;
+    for (const auto& [lo, hi] : to->Gaps(off, end)) {
+      if (at < lo) st = to->ReadExact(at, lo - at, buf.data() + (at - off));
+      if (st.ok()) st = PreadExact(in, lo, hi - lo, buf.data() + (lo - off), from);
+      if (!st.ok()) break;
+      if (source_ != nullptr) source_->Add(p, lo, hi - lo, SourceRead::kStaging);
+      st = to->Write(lo, buf.data() + (lo - off), hi - lo);
+      at = hi;
     }
-    if (n == 0) break;
-    if (source_ != nullptr) source_->Add(p, total, static_cast<uint64_t>(n), SourceRead::kStaging);
-    sum.Update(buf.data(), static_cast<size_t>(n));
-    st = (*out)->Append(buf.data(), static_cast<size_t>(n));
-    total += static_cast<uint64_t>(n);
-    progress_.bytes_copied += static_cast<uint64_t>(n);
+    if (st.ok() && at < end) st = to->ReadExact(at, end - at, buf.data() + (at - off));
+    if (!st.ok()) break;
+    sum.Update(buf.data(), end - off);
+    copied += end - off;
+    progress_.bytes_copied += end - off;
     MaybeLogProgress();
+    off = end;
   }
   ::close(in);
-  Status closed = (*out)->Close(/*sync=*/false);  // node-local and transient: no fsync
-  if (st.ok()) st = closed;
   if (st.ok() && cancel_) st = Status::IOError("staging cancelled", ECANCELED);
-  if (st.ok() && (total != manifest_->partition(p).pack_bytes ||
-                  sum.Digest() != manifest_->partition(p).pack_checksum)) {
-    st = Status::Corruption(from + ": pack does not match the manifest (size or checksum)");
+  if (st.ok() && sum.Digest() != manifest_->partition(p).pack_checksum) {
+    st = Status::Corruption(from + ": pack does not match the manifest (checksum)");
   }
-  if (!st.ok()) progress_.bytes_copied -= total;  // counts only packs in use
+  if (!st.ok()) progress_.bytes_copied -= copied;  // counts only packs in use
   return st;
 }
 

@@ -16,6 +16,14 @@
 // staged (Prefer: the job, the prefetcher running ahead of it, or a peer
 // needs it now) is copied next: staging follows the first epoch's reads.
 //
+// One stream per pack: reads of a pack before it is staged go through
+// Reading(p), which answers from the copy being made what staging (or an
+// earlier read) wrote into it, reads the rest from the dataset directory and
+// writes those bytes into the copy (a PartialCopy); staging then reads only
+// what nobody read yet. The pack's checksum is computed in order over the
+// copy's bytes, the ones it did not read itself taken back from the local
+// copy.
+//
 // Thread-safe: Staged() is one acquire load; the copy threads are owned and
 // joined by the destructor (which cancels copies still running).
 #pragma once
@@ -31,6 +39,7 @@
 
 #include "base/clock.hpp"
 #include "base/mutex.hpp"
+#include "fs/dist/partial_copy.hpp"
 #include "fs/store/source_reads.hpp"
 #include "partitioner/format/file_io.hpp"
 #include "partitioner/format/manifest.hpp"
@@ -40,6 +49,9 @@ namespace clairfs::fs {
 struct StagingProgress {
   std::atomic<uint64_t> packs_total{0}, packs_done{0}, packs_reused{0}, packs_failed{0};
   std::atomic<uint64_t> bytes_total{0}, bytes_copied{0}, bytes_verified{0};
+  // Bytes that reads of a pack before it was staged wrote into its copy
+  // (staging did not read them from the dataset directory again).
+  std::atomic<uint64_t> bytes_kept{0};
   std::atomic<uint64_t> threads{0};  // copying threads started
   std::atomic<bool> finished{false};
   std::atomic<double> seconds{0};
@@ -72,11 +84,27 @@ class Stager {
   void Prefer(uint32_t p);
   // The partitions in the order their copies began.
   std::vector<uint32_t> begun() const;
+  // What reads of partition p use until it is staged, given `source`, its
+  // pack in the dataset directory (not owned; outlives this): a file that
+  // answers from the copy being made what is in it already, and keeps for
+  // staging what it reads from `source`. `source` itself when p is not this
+  // stager's to stage. The file lives as long as the stager.
+  const format::RandomAccessFile* Reading(uint32_t p, const format::RandomAccessFile* source);
 
  private:
+  class TeeFile;
+
   void Worker();
   Status StageOne(uint32_t p);
-  Status Copy(uint32_t p, const std::string& from, const std::string& to);
+  Status Copy(uint32_t p, const std::string& from, PartialCopy* to);
+  // The copy being made of p (created on first use, at .NAME.staging).
+  Result<PartialCopy*> Partial(uint32_t p) CLAIRFS_EXCLUDES(mu_);
+  // Bytes of p read from the dataset directory before it was staged: written
+  // into its copy unless its staging is over.
+  void Keep(uint32_t p, uint64_t offset, const void* data, size_t size);
+  // p's staging is over (staged, reused, failed): no more Keep, and a copy
+  // that was not used is removed.
+  void Close(uint32_t p, bool copy_in_use) CLAIRFS_EXCLUDES(mu_);
   Status VerifyExisting(uint32_t p, const std::string& path, bool* intact);
   // Logs the progress when `log_every` has passed since the last line (one
   // copying thread wins the turn).
@@ -102,6 +130,12 @@ class Stager {
   std::vector<std::atomic<const format::RandomAccessFile*>> staged_;
   mutable Mutex mu_;
   std::vector<std::unique_ptr<format::PosixRandomAccessFile>> owned_ CLAIRFS_GUARDED_BY(mu_);
+  std::vector<uint8_t> mine_;  // per partition: this stager's to stage
+  std::vector<std::unique_ptr<PartialCopy>> partial_ CLAIRFS_GUARDED_BY(mu_);
+  std::unique_ptr<std::atomic<bool>[]> closed_;  // per partition: staging over
+  std::atomic<bool> keep_failure_logged_{false};
+  std::vector<std::unique_ptr<TeeFile>> tees_ CLAIRFS_GUARDED_BY(mu_);
+  std::unique_ptr<std::atomic<const format::RandomAccessFile*>[]> tee_of_;
   std::vector<std::string> errors_ CLAIRFS_GUARDED_BY(mu_);
   std::vector<std::thread> workers_;
   Clock::TimePoint start_;

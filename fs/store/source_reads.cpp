@@ -1,8 +1,5 @@
 #include "fs/store/source_reads.hpp"
 
-#include <algorithm>
-#include <iterator>
-
 namespace clairfs::fs {
 
 SourceReads::SourceReads(uint32_t packs) : read_(packs) {}
@@ -15,21 +12,7 @@ void SourceReads::Add(uint32_t pack, uint64_t offset, uint64_t size, SourceRead 
     totals_.distinct += size;
     return;
   }
-  std::map<uint64_t, uint64_t>& ranges = read_[pack];
-  const uint64_t lo = offset, hi = offset + size;
-  // The ranges that overlap or touch [lo, hi): the last one starting at or
-  // before lo if it reaches lo, then those starting up to hi. Merged into one.
-  auto it = ranges.upper_bound(lo);
-  if (it != ranges.begin() && std::prev(it)->second >= lo) --it;
-  uint64_t start = lo, end = hi, seen = 0;
-  while (it != ranges.end() && it->first <= hi) {
-    const uint64_t a = it->first, b = it->second;
-    if (b > lo && a < hi) seen += std::min(b, hi) - std::max(a, lo);
-    start = std::min(start, a);
-    end = std::max(end, b);
-    it = ranges.erase(it);
-  }
-  ranges.emplace(start, end);
+  const uint64_t seen = read_[pack].Add(offset, offset + size);
   totals_.reread += seen;
   totals_.distinct += size - seen;
 }

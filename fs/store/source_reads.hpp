@@ -13,11 +13,11 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <vector>
 
 #include "base/mutex.hpp"
+#include "fs/store/range_set.hpp"
 #include "partitioner/format/file_io.hpp"
 
 namespace clairfs::fs {
@@ -40,8 +40,7 @@ class SourceReads {
 
  private:
   mutable Mutex mu_;
-  // Per pack: the ranges read, merged and disjoint (start -> end).
-  std::vector<std::map<uint64_t, uint64_t>> read_ CLAIRFS_GUARDED_BY(mu_);
+  std::vector<RangeSet> read_ CLAIRFS_GUARDED_BY(mu_);  // per pack: the bytes read
   SourceTotals totals_ CLAIRFS_GUARDED_BY(mu_);
 };
 

@@ -1,0 +1,59 @@
+// PartialCopy: a pack's local copy while it is being made. Staging writes it
+// in order; reads of the pack that went to the dataset directory before
+// staging got there write their bytes into it too, so that staging reads only
+// the rest: each byte of the pack is read from the shared file system once.
+// It knows which ranges hold the pack's bytes, and answers reads of those.
+//
+// A failed write (a full disk) disables it: nothing counts as present any
+// more and later writes are refused, so no read is answered from a copy that
+// may have holes. The file is closed, never removed, by the destructor.
+//
+// Thread-safe. A range counts as present only after its bytes are written.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/mutex.hpp"
+#include "base/status.hpp"
+#include "fs/store/range_set.hpp"
+
+namespace clairfs::fs {
+
+class PartialCopy {
+ public:
+  // Creates (or truncates) `path`.
+  static Result<std::unique_ptr<PartialCopy>> Create(std::string path);
+  ~PartialCopy();
+  PartialCopy(const PartialCopy&) = delete;
+  PartialCopy& operator=(const PartialCopy&) = delete;
+
+  const std::string& path() const { return path_; }
+  // Writes the pack's bytes [offset, offset + size); they are present once
+  // written. An error disables the copy.
+  Status Write(uint64_t offset, const void* data, size_t size) CLAIRFS_EXCLUDES(mu_);
+  // Reads [offset, offset + size) if every byte of it is present.
+  bool ReadIfPresent(uint64_t offset, size_t size, void* dst) const CLAIRFS_EXCLUDES(mu_);
+  // The parts of [lo, hi) not present, in order (all of it once disabled).
+  std::vector<std::pair<uint64_t, uint64_t>> Gaps(uint64_t lo, uint64_t hi) const
+      CLAIRFS_EXCLUDES(mu_);
+  // Reads bytes already written (staging's own, after Gaps said so).
+  Status ReadExact(uint64_t offset, size_t size, void* dst) const;
+  // Bytes present.
+  uint64_t present_bytes() const CLAIRFS_EXCLUDES(mu_);
+  void Disable() CLAIRFS_EXCLUDES(mu_);
+
+ private:
+  PartialCopy(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+
+  const std::string path_;
+  const int fd_;
+  mutable Mutex mu_;
+  RangeSet present_ CLAIRFS_GUARDED_BY(mu_);
+  bool disabled_ CLAIRFS_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace clairfs::fs

@@ -1,0 +1,337 @@
+// Staging: copies, their progress and order, what they read from the dataset
+// directory, and one stream per pack (reads before staging kept for it).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+
+#include "fs/dist/distributed_pack_store.hpp"
+#include "fs/dist/ownership.hpp"
+#include "fs/dist/partial_copy.hpp"
+#include "fs/dist/stager.hpp"
+#include "fs/store/payload_source.hpp"
+#include "fs/store/posix_pack_store.hpp"
+#include "fs/store/range_set.hpp"
+#include "fs/store/source_reads.hpp"
+#include "tests/fs/dist/dist_fixture.hpp"
+#include "tests/support/stderr_capture.hpp"
+
+namespace stdfs = std::filesystem;
+using namespace clairfs;
+using namespace clairfs::fs;
+using namespace std::chrono_literals;
+
+using clairfs::fs::testing::Dataset;
+
+namespace {
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+}  // namespace
+
+TEST_CASE("staging logs its progress while it copies", "[dist]") {
+  Dataset d(4, 1);
+  const std::string text = clairfs::testing::CaptureStderr([&] {
+    Stager s(d.out(), d.root + "/ssd", d.manifest, {0, 1, 2, 3}, 1, 0ms);
+    s.Start();
+    s.Wait();
+  });
+  CHECK(text.find("staging: ") != std::string::npos);
+  CHECK(text.find(" copied, ") != std::string::npos);
+  CHECK(text.find("packs done, ") != std::string::npos);
+  CHECK(text.find("staging done: 4/4 packs") != std::string::npos);
+}
+
+TEST_CASE("staging logs no progress before log_every has passed on its clock", "[dist]") {
+  Dataset d(4, 1);
+  clairfs::FakeClock clock;  // never moves
+  const std::string text = clairfs::testing::CaptureStderr([&] {
+    Stager s(d.out(), d.root + "/ssd", d.manifest, {0, 1, 2, 3}, 1, 1ms, &clock);
+    s.Start();
+    s.Wait();
+  });
+  CHECK(text.find(" copied, ") == std::string::npos);
+  CHECK(text.find("staging done: 4/4 packs") != std::string::npos);
+}
+
+TEST_CASE("staging copies and verifies, then reuses intact copies", "[dist]") {
+  Dataset d(4, 1);
+  const std::string local = d.root + "/ssd";
+  {
+    Stager s(d.out(), local, d.manifest, {0, 2, 4});
+    s.Start();
+    s.Wait();
+    CHECK(s.progress().packs_done == 3);
+    CHECK(s.progress().packs_reused == 0);
+    CHECK(s.progress().packs_failed == 0);
+    CHECK(s.Staged(0) != nullptr);
+    CHECK(s.Staged(1) == nullptr);
+    CHECK(s.Staged(4) != nullptr);
+  }
+  {
+    Stager again(d.out(), local, d.manifest, {0, 2, 4});
+    again.Start();
+    again.Wait();
+    CHECK(again.progress().packs_reused == 3);
+    CHECK(again.progress().bytes_copied == 0);
+  }
+  // A damaged staged copy is copied again; a damaged source is refused.
+  {
+    std::fstream f(local + "/part-00002", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('\x7f');
+  }
+  {
+    std::fstream f(d.out() + "/part-00000", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(200);
+    f.put('\x7f');
+  }
+  stdfs::remove(local + "/part-00000");
+  Stager third(d.out(), local, d.manifest, {0, 2});
+  third.Start();
+  third.Wait();
+  CHECK(third.Staged(2) != nullptr);
+  CHECK(third.Staged(0) == nullptr);
+  CHECK(third.progress().packs_failed == 1);
+  REQUIRE(third.errors().size() == 1);
+  CHECK_THAT(third.errors()[0], Catch::Contains("part-00000"));
+  CHECK_FALSE(stdfs::exists(local + "/.part-00000.staging"));
+}
+
+TEST_CASE("the dataset directory's reads: each byte counted once, the rest as read again",
+          "[dist]") {
+  SourceReads r(3);
+  r.Add(0, 0, 100, SourceRead::kStaging);
+  r.Add(0, 50, 100, SourceRead::kDirect);  // 50 of them read before
+  r.Add(0, 200, 10, SourceRead::kDirect);
+  r.Add(1, 0, 10, SourceRead::kDirect);
+  r.Add(1, 10, 10, SourceRead::kDirect);  // touching, not overlapping
+  SourceTotals t = r.totals();
+  CHECK(t.staged == 100);
+  CHECK(t.direct == 130);
+  CHECK(t.distinct == 180);
+  CHECK(t.reread == 50);
+  r.Add(0, 0, 300, SourceRead::kStaging);  // spans both ranges of pack 0 and the gap
+  t = r.totals();
+  CHECK(t.reread == 50 + 160);
+  CHECK(t.distinct == 180 + 140);
+  // Against a byte map, over random ranges of two packs.
+  SourceReads q(2);
+  std::vector<std::vector<uint8_t>> seen(2, std::vector<uint8_t>(4096, 0));
+  uint64_t distinct = 0, reread = 0, total = 0;
+  std::mt19937 rng(11);
+  for (int i = 0; i < 3000; ++i) {
+    const uint32_t pack = rng() % 2;
+    const uint64_t off = rng() % 4000, len = rng() % 96;
+    q.Add(pack, off, len, i % 2 ? SourceRead::kDirect : SourceRead::kStaging);
+    total += len;
+    for (uint64_t b = off; b < off + len; ++b) (seen[pack][b]++ ? reread : distinct)++;
+  }
+  t = q.totals();
+  CHECK(t.staged + t.direct == total);
+  CHECK(t.distinct == distinct);
+  CHECK(t.reread == reread);
+}
+
+TEST_CASE("staging's copies and the reads of a pack before it is staged are counted", "[dist]") {
+  Dataset d(4, 1);
+  SourceReads source(d.manifest->partition_count() + 1);
+  Stager s(d.out(), d.root + "/ssd", d.manifest, {0, 2});
+  s.CountReads(&source);
+  s.Start();
+  s.Wait();
+  const uint64_t p0 = d.manifest->partition(0).pack_bytes;
+  const uint64_t p2 = d.manifest->partition(2).pack_bytes;
+  SourceTotals t = source.totals();
+  CHECK(t.staged == p0 + p2);
+  CHECK(t.direct == 0);
+  CHECK(t.reread == 0);
+  // The dataset directory's pack 0, read again (a fallback, a read before
+  // staging was done) and pack 1 for the first time.
+  PosixPackStore shared(d.out(), d.manifest, nullptr, &source);
+  std::vector<char> buf(100);
+  auto f0 = shared.Pack(0);
+  REQUIRE(f0.ok());
+  REQUIRE((*f0)->ReadExact(10, 100, buf.data()).ok());
+  auto f1 = shared.Pack(1);
+  REQUIRE(f1.ok());
+  REQUIRE((*f1)->ReadExact(0, 100, buf.data()).ok());
+  CHECK_FALSE((*f1)->ReadExact(d.manifest->partition(1).pack_bytes, 1, buf.data()).ok());
+  t = source.totals();
+  CHECK(t.direct == 200);  // a failed read is not counted
+  CHECK(t.reread == 100);
+  CHECK(t.distinct == p0 + p2 + 100);
+}
+
+TEST_CASE("staging copies a pack read before its turn next", "[dist]") {
+  Dataset d(4, 1);
+  {
+    Stager s(d.out(), d.root + "/ssd", d.manifest, {0, 1, 2, 3}, 1, 0ms);
+    s.Prefer(3);
+    s.Prefer(2);
+    s.Prefer(3);                              // once is enough
+    s.Prefer(d.manifest->partition_count());  // not this rank's to stage: nothing
+    s.Prefer(99);                             // out of range: nothing
+    s.Start();
+    s.Wait();
+    CHECK(s.begun() == std::vector<uint32_t>{3, 2, 0, 1});
+    CHECK(s.progress().packs_done == 4);
+    CHECK(s.progress().packs_failed == 0);
+  }
+  // Through the store: a read of a pack not staged yet puts it first.
+  stdfs::remove_all(d.root + "/ssd");
+  const Ownership own(4, 1, 1);
+  Stager s(d.out(), d.root + "/ssd", d.manifest, own.PartitionsOf(0), 1, 0ms);
+  DistributedPackStore store(d.out(), d.manifest, own, 0, nullptr, &s, DistOptions{});
+  // A file of partition 3, the last in staging's own order.
+  auto in3 = std::find_if(d.files.begin(), d.files.end(), [&](const auto& f) {
+    return d.manifest->node(*d.manifest->Resolve(f.first)).partition == 3;
+  });
+  REQUIRE(in3 != d.files.end());
+  const uint32_t node = *d.manifest->Resolve(in3->first);
+  PackPayloadSource source(d.manifest, &store);
+  std::string got(in3->second.size(), '\0');
+  REQUIRE(source.Read(node, 0, got.size(), got.data()).ok());
+  CHECK(got == in3->second);
+  s.Start();
+  s.Wait();
+  REQUIRE_FALSE(s.begun().empty());
+  CHECK(s.begun()[0] == 3);
+}
+
+TEST_CASE("a range set merges, covers and finds the gaps", "[dist]") {
+  RangeSet r;
+  CHECK(r.Add(10, 20) == 0);
+  CHECK(r.Add(30, 40) == 0);
+  CHECK(r.Add(15, 32) == 7);  // 15-20 and 30-32 were in
+  CHECK(r.bytes() == 30);
+  CHECK(r.Covers(10, 40));
+  CHECK_FALSE(r.Covers(9, 11));
+  CHECK(r.Covers(5, 5));
+  using Gaps = std::vector<std::pair<uint64_t, uint64_t>>;
+  CHECK(r.Gaps(0, 50) == Gaps{{0, 10}, {40, 50}});
+  CHECK(r.Gaps(12, 38).empty());
+  CHECK(r.Add(50, 60) == 0);
+  CHECK(r.Gaps(35, 55) == Gaps{{40, 50}});
+  // Against a byte map.
+  RangeSet q;
+  std::vector<uint8_t> in(1000, 0);
+  std::mt19937 rng(5);
+  for (int i = 0; i < 300; ++i) {
+    const uint64_t lo = rng() % 990, hi = lo + rng() % 10;
+    uint64_t seen = 0;
+    for (uint64_t b = lo; b < hi; ++b) seen += in[b]++ ? 1 : 0;
+    CHECK(q.Add(lo, hi) == seen);
+    const uint64_t a = rng() % 1000, z = a + rng() % (1000 - a + 1);
+    uint64_t at = a;
+    for (const auto& [g0, g1] : q.Gaps(a, z)) {
+      for (uint64_t b = at; b < g0; ++b) REQUIRE(in[b] != 0);
+      for (uint64_t b = g0; b < g1; ++b) REQUIRE(in[b] == 0);
+      at = g1;
+    }
+    for (uint64_t b = at; b < z; ++b) REQUIRE(in[b] != 0);
+  }
+}
+
+TEST_CASE("a partial copy answers only what was written into it", "[dist]") {
+  Dataset d(1, 1);
+  auto copy = PartialCopy::Create(d.root + "/copy");
+  REQUIRE(copy.ok());
+  PartialCopy& c = **copy;
+  REQUIRE(c.Write(100, "abcdef", 6).ok());
+  char got[6] = {};
+  CHECK(c.ReadIfPresent(101, 4, got));
+  CHECK(std::string(got, 4) == "bcde");
+  CHECK_FALSE(c.ReadIfPresent(98, 4, got));
+  CHECK(c.present_bytes() == 6);
+  using Gaps = std::vector<std::pair<uint64_t, uint64_t>>;
+  CHECK(c.Gaps(0, 200) == Gaps{{0, 100}, {106, 200}});
+  // A full disk: the write fails, and nothing is answered from the copy any more.
+  auto full = PartialCopy::Create("/dev/full");
+  REQUIRE(full.ok());
+  CHECK((*full)->Write(0, "x", 1).code() != clairfs::Code::kOk);
+  CHECK((*full)->Gaps(0, 10) == Gaps{{0, 10}});
+  CHECK_FALSE((*full)->ReadIfPresent(0, 1, got));
+  CHECK_FALSE((*full)->Write(0, "x", 1).ok());
+}
+
+TEST_CASE("one stream per pack: reads before staging are kept, staging reads the rest", "[dist]") {
+  Dataset d(4, 1);
+  const Ownership own(4, 1, 1);
+  const std::vector<uint32_t> mine = own.PartitionsOf(0);
+  SourceReads counted(d.manifest->partition_count() + 1);
+  const std::string ssd = d.root + "/ssd";
+  Stager s(d.out(), ssd, d.manifest, mine, 1, 0ms);
+  s.CountReads(&counted);
+  DistributedPackStore store(d.out(), d.manifest, own, 0, nullptr, &s, DistOptions{}, &counted);
+  PackPayloadSource source(d.manifest, &store);
+  // The job reads a file of partition 3 before staging starts, twice.
+  auto in3 = std::find_if(d.files.begin(), d.files.end(), [&](const auto& f) {
+    return d.manifest->node(*d.manifest->Resolve(f.first)).partition == 3;
+  });
+  REQUIRE(in3 != d.files.end());
+  const uint32_t node = *d.manifest->Resolve(in3->first);
+  std::string got(in3->second.size(), '\0');
+  REQUIRE(source.Read(node, 0, got.size(), got.data()).ok());
+  CHECK(got == in3->second);
+  const SourceTotals first = counted.totals();
+  CHECK(first.direct > 0);
+  CHECK(s.progress().bytes_kept == first.direct);
+  CHECK(stdfs::exists(ssd + "/.part-00003.staging"));
+  // Its second read is answered by the copy being made: nothing more from the dataset.
+  std::fill(got.begin(), got.end(), '\0');
+  REQUIRE(source.Read(node, 0, got.size(), got.data()).ok());
+  CHECK(got == in3->second);
+  CHECK(counted.totals().direct == first.direct);
+  s.Start();
+  s.Wait();
+  REQUIRE(s.progress().packs_failed == 0);
+  uint64_t share = 0;
+  for (uint32_t p : mine) share += d.manifest->partition(p).pack_bytes;
+  const SourceTotals t = counted.totals();
+  CHECK(t.reread == 0);  // each byte read from the dataset directory once
+  CHECK(t.distinct == share);
+  CHECK(t.staged == share - first.direct);
+  CHECK(s.progress().bytes_copied == share);
+  // The copy is the pack, byte for byte, and no temporary is left.
+  for (uint32_t p : mine) {
+    const std::string name = d.manifest->PackName(p);
+    CHECK(Slurp(ssd + "/" + name) == Slurp(d.out() + "/" + name));
+    CHECK_FALSE(stdfs::exists(ssd + "/." + name + ".staging"));
+  }
+  // Staged: read from the local copy, not the dataset directory.
+  REQUIRE(source.Read(node, 0, got.size(), got.data()).ok());
+  CHECK(counted.totals().direct == first.direct);
+}
+
+TEST_CASE("a pack kept by reads is still refused when the dataset's pack is damaged", "[dist]") {
+  Dataset d(2, 1);
+  const Ownership own(2, 1, 1);
+  Stager s(d.out(), d.root + "/ssd", d.manifest, own.PartitionsOf(0), 1, 0ms);
+  DistributedPackStore store(d.out(), d.manifest, own, 0, nullptr, &s, DistOptions{});
+  // A read keeps the pack's first bytes; then a byte past them is damaged in
+  // the dataset directory: staging's checksum over both refuses the copy.
+  auto f = store.Pack(0);
+  REQUIRE(f.ok());
+  std::vector<char> head(64);
+  REQUIRE((*f)->ReadExact(0, head.size(), head.data()).ok());
+  {
+    std::fstream p(d.out() + "/part-00000", std::ios::in | std::ios::out | std::ios::binary);
+    p.seekp(200);
+    p.put('\x7f');
+  }
+  s.Start();
+  s.Wait();
+  CHECK(s.Staged(0) == nullptr);
+  CHECK(s.progress().packs_failed == 1);
+  CHECK_FALSE(stdfs::exists(d.root + "/ssd/.part-00000.staging"));
+  CHECK_FALSE(stdfs::exists(d.root + "/ssd/part-00000"));
+  // Reads go on to the dataset directory.
+  REQUIRE((*f)->ReadExact(0, head.size(), head.data()).ok());
+}
