@@ -33,7 +33,39 @@ Status PartialCopy::Write(uint64_t offset, const void* data, size_t size) {
   }
   MutexLock lock(&mu_);
   if (!disabled_) present_.Add(offset, offset + size);
+  claimed_.Remove(offset, offset + size);
+  changed_.NotifyAll();
   return Status::Ok();
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> PartialCopy::Claim(uint64_t lo, uint64_t hi) {
+  MutexLock lock(&mu_);
+  if (disabled_) return {{lo, hi}};
+  std::vector<std::pair<uint64_t, uint64_t>> mine;
+  for (const auto& [a, b] : present_.Gaps(lo, hi)) {
+    for (const auto& gap : claimed_.Gaps(a, b)) mine.push_back(gap);
+  }
+  for (const auto& [a, b] : mine) claimed_.Add(a, b);
+  return mine;
+}
+
+void PartialCopy::Abandon(uint64_t lo, uint64_t hi) {
+  MutexLock lock(&mu_);
+  claimed_.Remove(lo, hi);
+  changed_.NotifyAll();
+}
+
+bool PartialCopy::AwaitPresent(uint64_t lo, uint64_t hi) const {
+  MutexLock lock(&mu_);
+  for (;;) {
+    if (disabled_) return false;
+    const auto absent = present_.Gaps(lo, hi);
+    if (absent.empty()) return true;
+    for (const auto& [a, b] : absent) {
+      if (!claimed_.Covers(a, b)) return false;
+    }
+    changed_.Wait(&lock);
+  }
 }
 
 bool PartialCopy::ReadIfPresent(uint64_t offset, size_t size, void* dst) const {
@@ -62,6 +94,43 @@ Status PartialCopy::ReadExact(uint64_t offset, size_t size, void* dst) const {
   return Status::Ok();
 }
 
+Status PartialCopy::Fill(uint64_t lo, uint64_t hi, char* dst, const FetchFn& fetch,
+                         FillCounts* counts) {
+  RangeSet mine;  // the bytes `dst` holds already
+  for (;;) {
+    const auto claims = Claim(lo, hi);
+    for (size_t i = 0; i < claims.size(); ++i) {
+      const auto [a, b] = claims[i];
+      Status st = fetch(a, static_cast<size_t>(b - a), dst + (a - lo));
+      if (!st.ok()) {
+        for (size_t j = i; j < claims.size(); ++j) Abandon(claims[j].first, claims[j].second);
+        return st;
+      }
+      mine.Add(a, b);
+      Status w = Write(a, dst + (a - lo), static_cast<size_t>(b - a));
+      if (w.ok()) {
+        counts->written += b - a;
+      } else if (counts->write_error.ok()) {
+        counts->write_error = w;
+      }
+    }
+    const bool present = AwaitPresent(lo, hi);
+    if (present || disabled()) {
+      for (const auto& [a, b] : mine.Gaps(lo, hi)) {
+        CLAIRFS_RETURN_IF_ERROR(present ? ReadExact(a, static_cast<size_t>(b - a), dst + (a - lo))
+                                        : fetch(a, static_cast<size_t>(b - a), dst + (a - lo)));
+      }
+      return Status::Ok();
+    }
+    // A part's claim was abandoned (its fetch failed elsewhere): claim it here.
+  }
+}
+
+bool PartialCopy::disabled() const {
+  MutexLock lock(&mu_);
+  return disabled_;
+}
+
 uint64_t PartialCopy::present_bytes() const {
   MutexLock lock(&mu_);
   return present_.bytes();
@@ -71,6 +140,8 @@ void PartialCopy::Disable() {
   MutexLock lock(&mu_);
   disabled_ = true;
   present_.Clear();
+  claimed_.Clear();
+  changed_.NotifyAll();
 }
 
 }  // namespace clairfs::fs

@@ -3,6 +3,9 @@
 // staging got there write their bytes into it too, so that staging reads only
 // the rest: each byte of the pack is read from the shared file system once.
 // It knows which ranges hold the pack's bytes, and answers reads of those.
+// Whoever is about to read a range from the dataset directory claims it
+// first, so that staging and a read never fetch the same bytes: the other
+// waits for them instead (Claim, then Write or Abandon; AwaitPresent).
 //
 // A failed write (a full disk) disables it: nothing counts as present any
 // more and later writes are refused, so no read is answered from a copy that
@@ -12,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -40,6 +44,30 @@ class PartialCopy {
   // The parts of [lo, hi) not present, in order (all of it once disabled).
   std::vector<std::pair<uint64_t, uint64_t>> Gaps(uint64_t lo, uint64_t hi) const
       CLAIRFS_EXCLUDES(mu_);
+  // Claims the parts of [lo, hi) that are neither present nor claimed, in
+  // order: the caller reads each from the dataset directory, then Writes it
+  // (which releases the claim) or Abandons it. Once disabled: all of it,
+  // and nothing is recorded.
+  std::vector<std::pair<uint64_t, uint64_t>> Claim(uint64_t lo, uint64_t hi) CLAIRFS_EXCLUDES(mu_);
+  void Abandon(uint64_t lo, uint64_t hi) CLAIRFS_EXCLUDES(mu_);
+  // Waits while [lo, hi) is not all present but every absent byte of it is
+  // claimed (under way); true once all present, false when a part is
+  // neither (its claim abandoned) or the copy is disabled.
+  bool AwaitPresent(uint64_t lo, uint64_t hi) const CLAIRFS_EXCLUDES(mu_);
+  // Fills `dst` with the pack's bytes [lo, hi): claims what nobody is
+  // fetching, reads it with `fetch` and writes it into the copy, waits for
+  // what others are fetching and reads that from the copy. On a disabled
+  // copy the rest is fetched and not kept. A fetch error is returned (its
+  // claims abandoned); a write error is not (the bytes are in `dst`), but
+  // counted in `counts`.
+  struct FillCounts {
+    uint64_t written = 0;  // bytes fetched here and written into the copy
+    Status write_error;    // the first failed write
+  };
+  using FetchFn = std::function<Status(uint64_t offset, size_t size, char* dst)>;
+  Status Fill(uint64_t lo, uint64_t hi, char* dst, const FetchFn& fetch, FillCounts* counts)
+      CLAIRFS_EXCLUDES(mu_);
+  bool disabled() const CLAIRFS_EXCLUDES(mu_);
   // Reads bytes already written (staging's own, after Gaps said so).
   Status ReadExact(uint64_t offset, size_t size, void* dst) const;
   // Bytes present.
@@ -52,7 +80,9 @@ class PartialCopy {
   const std::string path_;
   const int fd_;
   mutable Mutex mu_;
+  mutable CondVar changed_;  // a claim was written or abandoned, or the copy disabled
   RangeSet present_ CLAIRFS_GUARDED_BY(mu_);
+  RangeSet claimed_ CLAIRFS_GUARDED_BY(mu_);
   bool disabled_ CLAIRFS_GUARDED_BY(mu_) = false;
 };
 

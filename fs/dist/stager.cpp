@@ -15,7 +15,9 @@
 namespace clairfs::fs {
 namespace {
 
-constexpr size_t kChunk = 8u << 20;  // large sequential reads suit parallel file systems
+// Large sequential reads suit parallel file systems; a read of the job that
+// needs bytes of the chunk being copied waits for the whole chunk.
+constexpr size_t kChunk = 4u << 20;
 
 std::string Mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
@@ -44,29 +46,21 @@ class Stager::TeeFile final : public format::RandomAccessFile {
     if (const format::RandomAccessFile* staged = stager_->Staged(p_)) {
       return staged->ReadExact(offset, size, dst);
     }
-    PartialCopy* copy = nullptr;
-    if (!stager_->closed_[p_].load(std::memory_order_acquire)) {
-      MutexLock lock(&stager_->mu_);
-      copy = stager_->partial_[p_].get();
+    PartialCopy* copy = stager_->CopyFor(p_);
+    if (copy == nullptr) return source_->ReadExact(offset, size, dst);
+    PartialCopy::FillCounts counts;
+    Status st = copy->Fill(
+        offset, offset + size, static_cast<char*>(dst),
+        [this](uint64_t off, size_t n, char* to) { return source_->ReadExact(off, n, to); },
+        &counts);
+    stager_->progress_.bytes_kept += counts.written;
+    if (!counts.write_error.ok() && !stager_->closed_[p_].load(std::memory_order_acquire) &&
+        !stager_->keep_failure_logged_.exchange(true)) {
+      Log(LogLevel::kWarn,
+          "staging: a read of " + stager_->manifest_->PackName(p_) +
+              " could not be kept for staging (said once): " + counts.write_error.message());
     }
-    if (copy == nullptr) {
-      Status st = source_->ReadExact(offset, size, dst);
-      if (st.ok()) stager_->Keep(p_, offset, dst, size);
-      return st;
-    }
-    // What the copy holds from it, the gaps from the dataset directory (kept).
-    char* out = static_cast<char*>(dst);
-    uint64_t at = offset;
-    for (const auto& [lo, hi] : copy->Gaps(offset, offset + size)) {
-      if (at < lo) CLAIRFS_RETURN_IF_ERROR(copy->ReadExact(at, lo - at, out + (at - offset)));
-      CLAIRFS_RETURN_IF_ERROR(source_->ReadExact(lo, hi - lo, out + (lo - offset)));
-      stager_->Keep(p_, lo, out + (lo - offset), hi - lo);
-      at = hi;
-    }
-    if (at < offset + size) {
-      CLAIRFS_RETURN_IF_ERROR(copy->ReadExact(at, offset + size - at, out + (at - offset)));
-    }
-    return Status::Ok();
+    return st;
   }
   const std::string& name() const override { return source_->name(); }
   void WillNeed(uint64_t offset, size_t size) const override {
@@ -194,26 +188,24 @@ Result<PartialCopy*> Stager::Partial(uint32_t p) {
   return partial_[p].get();
 }
 
-void Stager::Keep(uint32_t p, uint64_t offset, const void* data, size_t size) {
-  if (closed_[p].load(std::memory_order_acquire) || cancel_) return;
+PartialCopy* Stager::CopyFor(uint32_t p) {
+  if (closed_[p].load(std::memory_order_acquire) || cancel_) return nullptr;
   auto copy = Partial(p);
-  Status st = copy.ok() ? (*copy)->Write(offset, data, size) : copy.status();
-  if (st.ok()) {
-    progress_.bytes_kept += size;
-  } else if (!keep_failure_logged_.exchange(true)) {
-    Log(LogLevel::kWarn, "staging: a read of " + manifest_->PackName(p) +
-                             " could not be kept for staging, which reads it again (said "
-                             "once): " +
-                             st.message());
+  if (copy.ok()) return *copy;
+  if (!keep_failure_logged_.exchange(true)) {
+    Log(LogLevel::kWarn,
+        "staging: reads of " + manifest_->PackName(p) +
+            " before its staging cannot be kept for it (said once): " + copy.status().message());
   }
+  return nullptr;
 }
 
 void Stager::Close(uint32_t p, bool copy_in_use) {
   closed_[p].store(true, std::memory_order_release);
   MutexLock lock(&mu_);
-  if (partial_[p] == nullptr) return;
+  if (partial_[p] == nullptr || copy_in_use) return;  // reads under way may finish from it
   partial_[p]->Disable();
-  if (!copy_in_use) ::unlink(partial_[p]->path().c_str());
+  ::unlink(partial_[p]->path().c_str());
 }
 
 void Stager::Worker() {
@@ -313,24 +305,23 @@ Status Stager::Copy(uint32_t p, const std::string& from, PartialCopy* to) {
     st = Status::Corruption(from + ": pack does not match the manifest (size)");
   }
   ::posix_fadvise(in, 0, 0, POSIX_FADV_SEQUENTIAL);
-  // In order, a chunk at a time: what the copy lacks is read from the dataset
-  // directory and written into it; what it holds already (an earlier read
-  // kept it) is taken back from it, so the checksum sees every byte in order.
+  // In order, a chunk at a time: what the copy lacks and nobody is reading is
+  // read from the dataset directory and written into it; what it holds or
+  // another read is bringing is taken from it, so the checksum sees every
+  // byte in order.
   format::StreamingChecksum sum;
   std::vector<char> buf(kChunk);
   uint64_t copied = 0;
+  const auto fetch = [&](uint64_t off, size_t n, char* dst) {
+    Status read = PreadExact(in, off, n, dst, from);
+    if (read.ok() && source_ != nullptr) source_->Add(p, off, n, SourceRead::kStaging);
+    return read;
+  };
   for (uint64_t off = 0; st.ok() && off < size && !cancel_;) {
     const uint64_t end = std::min<uint64_t>(size, off + kChunk);
-    uint64_t at = off;
-    for (const auto& [lo, hi] : to->Gaps(off, end)) {
-      if (at < lo) st = to->ReadExact(at, lo - at, buf.data() + (at - off));
-      if (st.ok()) st = PreadExact(in, lo, hi - lo, buf.data() + (lo - off), from);
-      if (!st.ok()) break;
-      if (source_ != nullptr) source_->Add(p, lo, hi - lo, SourceRead::kStaging);
-      st = to->Write(lo, buf.data() + (lo - off), hi - lo);
-      at = hi;
-    }
-    if (st.ok() && at < end) st = to->ReadExact(at, end - at, buf.data() + (at - off));
+    PartialCopy::FillCounts counts;
+    st = to->Fill(off, end, buf.data(), fetch, &counts);
+    if (st.ok()) st = counts.write_error;
     if (!st.ok()) break;
     sum.Update(buf.data(), end - off);
     copied += end - off;

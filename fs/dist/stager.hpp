@@ -99,9 +99,9 @@ class Stager {
   Status Copy(uint32_t p, const std::string& from, PartialCopy* to);
   // The copy being made of p (created on first use, at .NAME.staging).
   Result<PartialCopy*> Partial(uint32_t p) CLAIRFS_EXCLUDES(mu_);
-  // Bytes of p read from the dataset directory before it was staged: written
-  // into its copy unless its staging is over.
-  void Keep(uint32_t p, uint64_t offset, const void* data, size_t size);
+  // The copy reads of p fill while it is not staged, or null once its
+  // staging is over (or the copy cannot be made).
+  PartialCopy* CopyFor(uint32_t p);
   // p's staging is over (staged, reused, failed): no more Keep, and a copy
   // that was not used is removed.
   void Close(uint32_t p, bool copy_in_use) CLAIRFS_EXCLUDES(mu_);

@@ -24,6 +24,25 @@ uint64_t RangeSet::Add(uint64_t lo, uint64_t hi) {
   return seen;
 }
 
+void RangeSet::Remove(uint64_t lo, uint64_t hi) {
+  if (hi <= lo) return;
+  auto it = ranges_.upper_bound(lo);
+  if (it != ranges_.begin() && std::prev(it)->second > lo) --it;
+  while (it != ranges_.end() && it->first < hi) {
+    const uint64_t a = it->first, b = it->second;
+    it = ranges_.erase(it);
+    bytes_ -= b - a;
+    if (a < lo) {
+      ranges_.emplace(a, lo);
+      bytes_ += lo - a;
+    }
+    if (b > hi) {
+      ranges_.emplace(hi, b);
+      bytes_ += b - hi;
+    }
+  }
+}
+
 bool RangeSet::Covers(uint64_t lo, uint64_t hi) const {
   if (hi <= lo) return true;
   auto it = ranges_.upper_bound(lo);

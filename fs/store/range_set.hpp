@@ -14,6 +14,8 @@ class RangeSet {
  public:
   // Adds [lo, hi); returns how many of those bytes were in the set already.
   uint64_t Add(uint64_t lo, uint64_t hi);
+  // Takes [lo, hi) out of the set.
+  void Remove(uint64_t lo, uint64_t hi);
   // Whether every byte of [lo, hi) is in the set (an empty range is).
   bool Covers(uint64_t lo, uint64_t hi) const;
   // The parts of [lo, hi) not in the set, in order.

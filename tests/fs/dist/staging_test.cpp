@@ -4,11 +4,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <thread>
 
 #include "fs/dist/distributed_pack_store.hpp"
 #include "fs/dist/ownership.hpp"
@@ -219,6 +222,12 @@ TEST_CASE("a range set merges, covers and finds the gaps", "[dist]") {
   CHECK(r.Gaps(12, 38).empty());
   CHECK(r.Add(50, 60) == 0);
   CHECK(r.Gaps(35, 55) == Gaps{{40, 50}});
+  r.Remove(15, 35);  // splits 10-40 into 10-15 and 35-40
+  CHECK(r.bytes() == 20);
+  CHECK(r.Gaps(0, 60) == Gaps{{0, 10}, {15, 35}, {40, 50}});
+  r.Remove(0, 100);
+  CHECK(r.bytes() == 0);
+  CHECK(r.Gaps(0, 5) == Gaps{{0, 5}});
   // Against a byte map.
   RangeSet q;
   std::vector<uint8_t> in(1000, 0);
@@ -259,6 +268,53 @@ TEST_CASE("a partial copy answers only what was written into it", "[dist]") {
   CHECK((*full)->Gaps(0, 10) == Gaps{{0, 10}});
   CHECK_FALSE((*full)->ReadIfPresent(0, 1, got));
   CHECK_FALSE((*full)->Write(0, "x", 1).ok());
+}
+
+TEST_CASE("two fills of one range fetch it once; an abandoned claim is fetched by the other",
+          "[dist]") {
+  Dataset d(1, 1);
+  auto made = PartialCopy::Create(d.root + "/copy");
+  REQUIRE(made.ok());
+  PartialCopy& copy = **made;
+  std::string want(100000, '\0');
+  for (size_t i = 0; i < want.size(); ++i) want[i] = static_cast<char>(i * 7);
+  std::atomic<uint64_t> fetched{0};
+  std::atomic<bool> fail_first{false};
+  auto fetch = [&](uint64_t off, size_t n, char* dst) -> Status {
+    std::this_thread::sleep_for(30ms);  // long enough for the other fill to come
+    if (fail_first.exchange(false)) return Status::IOError("the dataset directory failed", EIO);
+    std::memcpy(dst, want.data() + off, n);
+    fetched += n;
+    return Status::Ok();
+  };
+  for (bool failing : {false, true}) {
+    INFO((failing ? "the first fetch fails" : "both succeed"));
+    auto again = PartialCopy::Create(d.root + "/copy" + (failing ? "2" : "1"));
+    REQUIRE(again.ok());
+    PartialCopy& c = failing ? **again : copy;
+    fetched = 0;
+    fail_first = failing;
+    std::string a(60000, '\0'), b(60000, '\0');
+    Status sa, sb;
+    PartialCopy::FillCounts ca, cb;
+    std::thread first([&] { sa = c.Fill(0, 60000, a.data(), fetch, &ca); });
+    std::this_thread::sleep_for(10ms);
+    std::thread second([&] { sb = c.Fill(20000, 80000, b.data(), fetch, &cb); });
+    first.join();
+    second.join();
+    CHECK(sb.ok());
+    CHECK(b == want.substr(20000, 60000));
+    if (!failing) {
+      CHECK(sa.ok());
+      CHECK(a == want.substr(0, 60000));
+      CHECK(fetched == 80000);  // the overlap 20000-60000 once
+      CHECK(ca.written + cb.written == 80000);
+    } else {
+      CHECK_FALSE(sa.ok());  // its claim abandoned: the second fill fetched it
+      CHECK(fetched == 60000);
+      CHECK(c.present_bytes() == 60000);
+    }
+  }
 }
 
 TEST_CASE("one stream per pack: reads before staging are kept, staging reads the rest", "[dist]") {
