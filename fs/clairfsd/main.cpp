@@ -183,6 +183,19 @@ int main(int argc, char** argv) {
     clairfs::Log(clairfs::LogLevel::kError, ready.message());
     return 1;
   }
+  if (prefetch && cluster.size() > 1) {
+    // Each partition homed on the node that reads it first (rank 0 decides).
+    config.cluster.place = [&config](const clairfs::format::Manifest& m, int ranks) {
+      auto first = fs::FirstReaders(config, m, ranks);
+      if (!first.ok()) {
+        clairfs::Log(clairfs::LogLevel::kInfo,
+                     "placement: partition p on rank p mod N (the first reads are not known: " +
+                         first.status().message() + ")");
+        return fs::Placement{};
+      }
+      return fs::PlaceByReader(m, ranks, *first);
+    };
+  }
   clairfs::Status started = cluster.Start(config.cluster);
   if (!started.ok()) {
     clairfs::Log(clairfs::LogLevel::kError, started.ToString());

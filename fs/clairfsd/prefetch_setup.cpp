@@ -105,6 +105,40 @@ std::function<Result<std::vector<uint32_t>>(uint64_t, uint64_t)> PredictedFiles(
   };
 }
 
+uint64_t RanksPerNode(const Config& config, uint64_t nodes) {
+  if (config.prefetch_ranks_per_node != 0) return config.prefetch_ranks_per_node;
+  return std::max<uint64_t>(1, config.prefetch_world_size / std::max<uint64_t>(1, nodes));
+}
+
+Result<std::vector<int>> FirstReaders(const Config& config, const format::Manifest& manifest,
+                                      int nodes) {
+  auto job = BuildPrefetchJob(config, manifest, 0, static_cast<uint64_t>(nodes));
+  if (!job.ok()) return job.status();
+  if (job->shared_stream) {
+    return Status::Unsupported("every node's processes read one shared stream");
+  }
+  const uint64_t streams = job->order->sampler().world_size();
+  const auto predicted = PredictedFiles(*job);
+  std::vector<uint64_t> step(manifest.node_count(), UINT64_MAX);
+  std::vector<int> first(manifest.node_count(), -1);
+  for (int n = 0; n < nodes; ++n) {
+    const auto ranks = pf::BlockLocalRanks(
+        static_cast<uint64_t>(n), RanksPerNode(config, static_cast<uint64_t>(nodes)), streams);
+    for (uint64_t r : ranks) {
+      auto files = predicted(r, config.prefetch_start_epoch);
+      if (!files.ok()) return files.status();
+      for (uint64_t i = 0; i < files->size(); ++i) {
+        const uint32_t f = (*files)[i];
+        if (f < step.size() && i < step[f]) {  // the earliest step; a tie goes to the lower node
+          step[f] = i;
+          first[f] = n;
+        }
+      }
+    }
+  }
+  return first;
+}
+
 Result<PrefetchJob> BuildPrefetchJob(const Config& config, const format::Manifest& manifest,
                                      uint64_t node, uint64_t nodes) {
   auto root = manifest.Resolve(config.prefetch_root);
@@ -166,8 +200,7 @@ Result<PrefetchJob> BuildPrefetchJobOver(const Config& config, const format::Man
 
   pf::PlannerConfig& pc = job.config;
   const uint64_t world = config.prefetch_world_size;
-  uint64_t per_node = config.prefetch_ranks_per_node;
-  if (per_node == 0) per_node = std::max<uint64_t>(1, world / std::max<uint64_t>(1, nodes));
+  const uint64_t per_node = RanksPerNode(config, nodes);
   // The training processes on this node (Slurm's block distribution), and the
   // order each follows: its own rank's, or rank 0's when they share a stream.
   const uint64_t streams = job.order->sampler().world_size();

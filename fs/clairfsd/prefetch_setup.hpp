@@ -58,6 +58,18 @@ Result<prefetch::Listing> ListingFromManifest(const format::Manifest& manifest, 
 std::function<Result<std::vector<uint32_t>>(uint64_t rank, uint64_t epoch)> PredictedFiles(
     const PrefetchJob& job);
 
+// The training processes on each node: prefetch_ranks_per_node, or the
+// world size spread over the nodes.
+uint64_t RanksPerNode(const Config& config, uint64_t nodes);
+
+// For each manifest node, the daemon (0 .. nodes-1) whose node's training
+// processes open it first in the settings' first epoch (the earliest step of
+// any of its ranks; a tie goes to the lower node), or -1: what
+// PlaceByReader homes the partitions by. Unsupported for a shared stream or
+// an epoch whose order is unknowable; the job's errors as they are.
+Result<std::vector<int>> FirstReaders(const Config& config, const format::Manifest& manifest,
+                                      int nodes);
+
 // `node` of `nodes` daemons. config.prefetch_sampler must not be "none".
 Result<PrefetchJob> BuildPrefetchJob(const Config& config, const format::Manifest& manifest,
                                      uint64_t node, uint64_t nodes);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 
 #include "base/log.hpp"
 #include "fs/dist/manifest_envelope.hpp"
@@ -94,7 +95,9 @@ Status Cluster::Start(const ClusterOptions& o) {
   manifest_ = *m;
   server_threads_ = static_cast<int>(std::max<uint32_t>(1, o.server_threads));
 
-  const Ownership own(manifest_->partition_count(), manifest_->header().replicas, size_);
+  CLAIRFS_RETURN_IF_ERROR(Place(o));
+  const Ownership own(manifest_->partition_count(), manifest_->header().replicas, size_,
+                      placement_.homes);
   source_ = std::make_unique<SourceReads>(manifest_->partition_count() + 1);
   if (!o.local_dir.empty()) {
     stager_ = std::make_unique<Stager>(o.dataset, o.local_dir, manifest_, own.PartitionsOf(rank_),
@@ -108,6 +111,45 @@ Status Cluster::Start(const ClusterOptions& o) {
                            " of " + std::to_string(manifest_->partition_count() + 1) +
                            " packs (replicas " + std::to_string(own.replicas()) + ")" +
                            (stager_ ? ", staging into " + o.local_dir : ", no staging"));
+  return Status::Ok();
+}
+
+Status Cluster::Place(const ClusterOptions& o) {
+  // Rank 0 decides and every rank takes its answer: the same homes everywhere
+  // even if a rank could not compute them (an order file it cannot read).
+  std::vector<uint64_t> words;  // moved, peer bytes, default peer bytes, then the homes
+  if (rank_ == 0 && o.place) {
+    placement_ = o.place(*manifest_, size_);
+    if (placement_.homes.size() == manifest_->partition_count()) {
+      words = {placement_.moved, placement_.peer_bytes, placement_.default_peer_bytes};
+      for (int h : placement_.homes) words.push_back(static_cast<uint64_t>(h));
+    }
+  }
+  if (transport_) {
+    std::vector<char> bytes(words.size() * sizeof(uint64_t));
+    if (!words.empty()) std::memcpy(bytes.data(), words.data(), bytes.size());
+    CLAIRFS_RETURN_IF_ERROR(
+        transport_->Broadcast(&bytes, 0, std::chrono::steady_clock::now() + o.start_timeout));
+    words.resize(bytes.size() / sizeof(uint64_t));
+    if (!words.empty()) std::memcpy(words.data(), bytes.data(), words.size() * sizeof(uint64_t));
+  }
+  placement_ = Placement{};
+  if (words.size() != 3 + size_t{manifest_->partition_count()}) return Status::Ok();
+  placement_.moved = static_cast<uint32_t>(words[0]);
+  placement_.peer_bytes = words[1];
+  placement_.default_peer_bytes = words[2];
+  for (size_t i = 3; i < words.size(); ++i) {
+    if (words[i] >= static_cast<uint64_t>(size_)) return Status::Ok();  // not for this job: p mod N
+    placement_.homes.push_back(static_cast<int>(words[i]));
+  }
+  if (rank_ == 0 && placement_.moved > 0) {
+    Log(LogLevel::kInfo,
+        "placement: " + std::to_string(placement_.moved) + " of " +
+            std::to_string(manifest_->partition_count()) +
+            " partitions homed on the rank that reads them first; the first epoch reads " +
+            std::to_string(placement_.peer_bytes >> 20) + " MiB of other ranks' packs instead of " +
+            std::to_string(placement_.default_peer_bytes >> 20) + " MiB");
+  }
   return Status::Ok();
 }
 
@@ -176,6 +218,12 @@ void Cluster::WriteStats(clairfs::JsonWriter& w) const {
         .Integer("reread_bytes", t.reread)
         .EndObject();
   }
+  w.BeginObject("placement")
+      .Bool("by_reader", !placement_.homes.empty())
+      .Integer("moved", placement_.moved)
+      .Integer("first_epoch_peer_bytes", placement_.peer_bytes)
+      .Integer("default_first_epoch_peer_bytes", placement_.default_peer_bytes)
+      .EndObject();
   if (stager_) {
     const StagingProgress& p = stager_->progress();
     w.BeginObject("staging")

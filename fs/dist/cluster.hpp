@@ -13,11 +13,13 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "base/json.hpp"
 #include "fs/dist/distributed_pack_store.hpp"
+#include "fs/dist/ownership.hpp"
 #include "fs/dist/stager.hpp"
 #include "fs/net/transport.hpp"
 #include "partitioner/format/manifest.hpp"
@@ -37,6 +39,10 @@ struct ClusterOptions {
   std::chrono::milliseconds start_timeout{120000};
   std::chrono::milliseconds shutdown_wait{10000};  // how long a stopping rank waits for the others
   DistOptions store;                               // reads of other ranks' partitions
+  // Where the job will read each partition first (PlaceByReader over the
+  // prefetch settings' first epoch), computed by rank 0 and sent to every
+  // rank; null, or a Placement without homes: partition p on rank p mod N.
+  std::function<Placement(const format::Manifest&, int ranks)> place;
 };
 
 class MpiTransport;
@@ -86,8 +92,11 @@ class Cluster {
   std::string host_;
   std::unique_ptr<Transport> transport_;  // null for a one-node job
   MpiTransport* mpi_ = nullptr;           // transport_ when it is MPI
+  // Start's step that decides the partitions' homes (ClusterOptions::place).
+  Status Place(const ClusterOptions& o);
   std::shared_ptr<const format::Manifest> manifest_;
   std::unique_ptr<SourceReads> source_;  // the dataset directory's reads; outlives the two below
+  Placement placement_;                  // rank 0's, as every rank received it
   std::unique_ptr<Stager> stager_;
   int server_threads_ = 1;  // ClusterOptions::server_threads, from Start()
   std::unique_ptr<DistributedPackStore> store_;

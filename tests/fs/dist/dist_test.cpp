@@ -54,6 +54,53 @@ TEST_CASE("ownership: every partition on K distinct ranks, home first", "[dist]"
   }
 }
 
+TEST_CASE("ownership with homes: replicas follow each home", "[dist]") {
+  const Ownership own(4, 2, 3, {2, 2, 0, 1});
+  CHECK(own.Owners(0) == std::vector<int>{2, 0});
+  CHECK(own.Owners(1) == std::vector<int>{2, 0});
+  CHECK(own.Owners(2) == std::vector<int>{0, 1});
+  CHECK(own.Owners(4) == std::vector<int>{0, 1, 2});  // the broadcast pack
+  for (int r = 0; r < 3; ++r) {
+    for (uint32_t p = 0; p <= 4; ++p) {
+      const auto o = own.Owners(p);
+      CHECK(own.Holds(r, p) == (std::find(o.begin(), o.end(), r) != o.end()));
+    }
+  }
+  CHECK(own.PartitionsOf(1) == std::vector<uint32_t>{2, 3, 4});
+  // Homes of the wrong size are ignored: p mod N.
+  CHECK(Ownership(4, 1, 3, {1}).Owners(1) == std::vector<int>{1});
+}
+
+TEST_CASE("partitions are homed on the rank that reads them first", "[dist]") {
+  Dataset d(4, 1);
+  const format::Manifest& m = *d.manifest;
+  std::vector<uint64_t> bytes(4, 0);
+  std::vector<int> first(m.node_count(), -1);
+  for (uint32_t f = 0; f < m.node_count(); ++f) {
+    if (m.IsDirectory(f)) continue;
+    bytes[m.node(f).partition] += m.node(f).size;
+    first[f] = m.node(f).partition < 2 ? 0 : 1;  // rank 0 reads partitions 0 and 1 first
+  }
+  Placement p = PlaceByReader(m, 2, first);
+  CHECK(p.homes == std::vector<int>{0, 0, 1, 1});
+  CHECK(p.moved == 2);  // 1 and 2 left their p mod 2 homes
+  CHECK(p.peer_bytes == 0);
+  CHECK(p.default_peer_bytes == bytes[1] + bytes[2]);
+  // Every file read first by rank 0: it takes the two largest, the others stay spread.
+  std::fill(first.begin(), first.end(), 0);
+  p = PlaceByReader(m, 2, first);
+  const uint32_t big =
+      static_cast<uint32_t>(std::max_element(bytes.begin(), bytes.end()) - bytes.begin());
+  CHECK(p.homes[big] == 0);
+  CHECK(std::count(p.homes.begin(), p.homes.end(), 0) == 2);
+  CHECK(std::count(p.homes.begin(), p.homes.end(), 1) == 2);
+  // Nothing known: p mod N.
+  std::fill(first.begin(), first.end(), -1);
+  p = PlaceByReader(m, 2, first);
+  CHECK(p.homes == std::vector<int>{0, 1, 0, 1});
+  CHECK(p.moved == 0);
+}
+
 TEST_CASE("remote partitions are read from their owners", "[dist]") {
   Dataset d(6, 1);
   Ranks ranks(d, 3);
