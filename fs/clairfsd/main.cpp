@@ -217,7 +217,8 @@ int main(int argc, char** argv) {
                    std::to_string(m.memory_bytes()) + " bytes in RAM");
 
   fs::Stats stats;
-  fs::PackPayloadSource source(manifest, cluster.store());
+  fs::PackPayloadSource source(manifest, cluster.store(), fs::PackPayloadSource::kTableCacheBytes,
+                               config.frames_ahead);
   fs::RamCache cache(config.ram_cache, std::make_unique<fs::LruPolicy>());
   fs::VfsOptions& options = config.vfs;  // decline_open: false when prefetching (see above)
   options.uid = static_cast<uint32_t>(::getuid());
@@ -225,6 +226,11 @@ int main(int argc, char** argv) {
   options.config_text = effective;
   options.stats_sections.emplace_back(
       "cluster", [&cluster](clairfs::JsonWriter& w) { cluster.WriteStats(w); });
+  options.stats_sections.emplace_back("frames_ahead", [&source, &config](clairfs::JsonWriter& w) {
+    w.Integer("frames", config.frames_ahead)
+        .Integer("hints", source.ahead_hints())
+        .Integer("bytes", source.ahead_bytes());
+  });
   // The engine (its threads) must go before the cache it owns, the pusher it
   // uses and the ReadOrder its planner's order source references: it is reset
   // explicitly once unmounted (below), and declared after them as well.

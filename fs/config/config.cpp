@@ -216,6 +216,9 @@ const std::vector<Setting>& Table() {
       Bytes(
           "ram_cache", [](Config & c) -> auto& { return c.ram_cache; }, UINT64_MAX,
           "bytes of file data kept in RAM, prefetched files included, suffix K/M/G/T"),
+      U32(
+          "frames_ahead", [](Config & c) -> auto& { return c.frames_ahead; }, 0, 256,
+          "frames of a large file read ahead while it is read in order, 0 = off"),
       Bytes(
           "pack_readahead", [](Config & c) -> auto& { return c.cluster.store.pack_readahead; },
           UINT64_MAX, "pack bytes read ahead into the page cache on first use, 0 = off"),

@@ -35,6 +35,9 @@ struct Config {
   // Bytes of decoded file data kept in RAM (1 GiB): the one budget, the
   // prefetched files included (the RamCache's capacity).
   uint64_t ram_cache = uint64_t{1} << 30;
+  // Frames of a framed file read ahead while it is read frame after frame
+  // (PackPayloadSource; 0 = off).
+  uint32_t frames_ahead = 4;
 
   // --- FUSE session ---
   FuseOptions fuse;  // fuse.mount is required

@@ -55,9 +55,40 @@ Result<size_t> PackPayloadSource::Read(uint32_t node, uint64_t offset, size_t le
       n = decoder.Read(**again, loc, offset, length, dst, what(), &table);
     }
   }
+  if (!n.ok()) {
+    if (!known && table != nullptr) Keep(node, std::move(table));
+    return fail(n.status());
+  }
+  if (table != nullptr && *n > 0) ReadAhead(node, **pack, loc, *table, offset, *n);
   if (!known && table != nullptr) Keep(node, std::move(table));
-  if (!n.ok()) return fail(n.status());
   return n;
+}
+
+void PackPayloadSource::ReadAhead(uint32_t node, const format::RandomAccessFile& pack,
+                                  const format::PayloadLocation& loc,
+                                  const format::FrameTable& table, uint64_t offset, size_t n) {
+  if (frames_ahead_ == 0) return;
+  const uint64_t first = offset / table.frame_size;
+  const uint64_t next = (offset + n - 1) / table.frame_size + 1;
+  bool sequential = false;
+  {
+    MutexLock lock(&mu_);
+    auto it = next_frame_.find(node);
+    sequential = it != next_frame_.end() && it->second == first;
+    if (it == next_frame_.end() && next_frame_.size() >= kReadersTracked) next_frame_.clear();
+    next_frame_[node] = next;
+  }
+  if (!sequential || next >= table.entries.size()) return;
+  // The pack's bytes of the frames that follow: the kernel reads them in the
+  // background (a staged copy, or the dataset directory), the next READs find
+  // them in the page cache.
+  const uint64_t end = std::min<uint64_t>(table.entries.size(), next + frames_ahead_);
+  const uint64_t from = loc.offset + table.starts[next];
+  const uint64_t to =
+      end == table.entries.size() ? loc.offset + loc.stored_size : loc.offset + table.starts[end];
+  pack.WillNeed(from, static_cast<size_t>(to - from));
+  ahead_hints_.fetch_add(1, std::memory_order_relaxed);
+  ahead_bytes_.fetch_add(to - from, std::memory_order_relaxed);
 }
 
 }  // namespace clairfs::fs

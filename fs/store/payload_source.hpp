@@ -5,10 +5,14 @@
 // store that is (the dataset directory, or the node's staged copy, its peers
 // and then the dataset directory). It keeps each framed file's frame table once
 // verified, so a frame costs one read from then on (for a peer's pack: one
-// round trip, and the first frame brings the table along). Implementations are
-// thread-safe.
+// round trip, and the first frame brings the table along). A framed file read
+// frame after frame has the pack's next frames_ahead frames read ahead
+// (RandomAccessFile::WillNeed: the kernel reads a local or dataset-directory
+// pack into its page cache in the background; a peer's pack ignores it).
+// Implementations are thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -42,22 +46,40 @@ class PackPayloadSource final : public PayloadSource {
   // framed files at 1 MiB frames. Past it the oldest table goes first.
   static constexpr size_t kTableCacheBytes = 16u << 20;
   PackPayloadSource(std::shared_ptr<const format::Manifest> manifest, PackStore* store,
-                    size_t table_cache_bytes = kTableCacheBytes)
-      : manifest_(std::move(manifest)), store_(store), table_cache_bytes_(table_cache_bytes) {}
+                    size_t table_cache_bytes = kTableCacheBytes,
+                    uint64_t frames_ahead = kFramesAhead)
+      : manifest_(std::move(manifest)),
+        store_(store),
+        table_cache_bytes_(table_cache_bytes),
+        frames_ahead_(frames_ahead) {}
   Result<size_t> Read(uint32_t node, uint64_t offset, size_t length, char* dst) override;
+  // Read-ahead hints given, and the pack bytes they named.
+  uint64_t ahead_hints() const { return ahead_hints_.load(std::memory_order_relaxed); }
+  uint64_t ahead_bytes() const { return ahead_bytes_.load(std::memory_order_relaxed); }
+
+  static constexpr uint64_t kFramesAhead = 4;      // the default (config frames_ahead)
+  static constexpr size_t kReadersTracked = 4096;  // files whose next frame is remembered
 
  private:
+  // After a read of [offset, offset + n) of framed `node`: when it began at
+  // the frame the previous read of the file ended before, hints the next frames.
+  void ReadAhead(uint32_t node, const format::RandomAccessFile& pack,
+                 const format::PayloadLocation& loc, const format::FrameTable& table,
+                 uint64_t offset, size_t n) CLAIRFS_EXCLUDES(mu_);
   std::shared_ptr<const format::FrameTable> Table(uint32_t node);
   void Keep(uint32_t node, std::shared_ptr<const format::FrameTable> table);
 
   const std::shared_ptr<const format::Manifest> manifest_;
   PackStore* const store_;  // not owned
   const size_t table_cache_bytes_;
+  const uint64_t frames_ahead_;
   Mutex mu_;
   // By node.
   std::unordered_map<uint32_t, std::shared_ptr<const format::FrameTable>> tables_
       CLAIRFS_GUARDED_BY(mu_);
   std::deque<uint32_t> table_order_ CLAIRFS_GUARDED_BY(mu_);  // nodes of tables_, oldest first
+  std::unordered_map<uint32_t, uint64_t> next_frame_ CLAIRFS_GUARDED_BY(mu_);  // by node
+  std::atomic<uint64_t> ahead_hints_{0}, ahead_bytes_{0};
   size_t table_bytes_ CLAIRFS_GUARDED_BY(mu_) = 0;
 };
 

@@ -10,17 +10,21 @@
 # Page caches are dropped before each read; every process of the benchmark
 # (the daemon too) is in the stand-in's throttle. Alternating repeats; prints
 # MB/s per row and the ratios to the stand-in and to the local disk.
+# --variant NAME=OPTIONS (repeatable) adds the two mount rows once more for
+# clairfsd run with OPTIONS, in the same repeats (e.g. noahead="--frames-ahead 0").
 #
-# usage: scripts/bench/large_file.sh [--mib M] [--mbps B] [--iops I] [--repeats R] [-- clairfsd options]
+# usage: scripts/bench/large_file.sh [--mib M] [--mbps B] [--iops I] [--repeats R]
+#                                    [--variant NAME=OPTIONS]... [-- clairfsd options]
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$repo/${BUILD_DIR:-build}/bin
 mib=1024 mbps=100 iops=500 repeats=3
 daemon_opts=()
+variants=("")
 while (($#)); do
   case $1 in
     --mib) mib=$2; shift 2 ;; --mbps) mbps=$2; shift 2 ;; --iops) iops=$2; shift 2 ;;
-    --repeats) repeats=$2; shift 2 ;;
+    --repeats) repeats=$2; shift 2 ;; --variant) variants+=("$2"); shift 2 ;;
     --) shift; daemon_opts=("$@"); break ;;
     *) echo "usage: $0 [--mib M] [--mbps B] [--iops I] [--repeats R] [-- clairfsd options]" >&2; exit 2 ;;
   esac
@@ -40,11 +44,11 @@ mbs() {  # mbs FILE: MB/s of a cold sequential read with dd
   dd if="$1" of=/dev/null bs=1M 2>&1 | awk '/copied/ { for (i = 1; i <= NF; i++) if ($i == "s,") t = $(i - 1);
     printf "%.0f\n", '"$((mib << 20))"' / t / 1e6 }'
 }
-mount_fresh() {
+mount_fresh() {  # mount_fresh [more clairfsd options]
   rm -rf "$W/ssd"; mkdir -p "$W/mnt"
   drop_caches
   "$BIN/clairfsd" --dataset "$PFS_MNT/out" --mount "$W/mnt" --local-dir "$W/ssd" "${daemon_opts[@]}" \
-    >"$W/log" 2>&1 &
+    "$@" >"$W/log" 2>&1 &
   launcher=$!
   "$BIN/clairfs-wait" "$W/mnt" --quiet --timeout 60 || { tail -20 "$W/log"; exit 1; }
 }
@@ -57,14 +61,22 @@ PY
 }
 
 declare -A rows
+order=(direct)
+for v in "${variants[@]}"; do order+=("epoch0${v:+ ${v%%=*}}" "staged${v:+ ${v%%=*}}"); done
+order+=(local)
 for ((r = 1; r <= repeats; r++)); do
   rows[direct]+=" $(mbs "$PFS_MNT/src/big.bin")"
-  mount_fresh
-  rows[epoch0]+=" $(mbs "$W/mnt/big.bin")"
-  cp "$W/mnt/.clairfs/stats.json" "$W/stats-epoch0-$r.json"
-  staged
-  rows[staged]+=" $(mbs "$W/mnt/big.bin")"
-  stop_ranks
+  for v in "${variants[@]}"; do
+    name=${v:+ ${v%%=*}}
+    read -r -a extra <<<"${v#*=}"
+    [[ -z $v ]] && extra=()
+    mount_fresh "${extra[@]}"
+    rows["epoch0$name"]+=" $(mbs "$W/mnt/big.bin")"
+    cp "$W/mnt/.clairfs/stats.json" "$W/stats-epoch0${name// /-}-$r.json"
+    staged
+    rows["staged$name"]+=" $(mbs "$W/mnt/big.bin")"
+    stop_ranks
+  done
   rows[local]+=" $(mbs "$W/local.bin")"
 done
 
@@ -72,7 +84,7 @@ median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR
 d=$(median <<<"${rows[direct]}") l=$(median <<<"${rows[local]}")
 echo "| read ($mib MiB, $mbps MB/s stand-in) | MB/s (each repeat) | median | vs stand-in | vs local disk |"
 echo "|---|---|---|---|---|"
-for row in direct epoch0 staged local; do
+for row in "${order[@]}"; do
   m=$(median <<<"${rows[$row]}")
   echo "| $row |${rows[$row]} | $m | $(awk "BEGIN { printf \"%.2fx\", $m / $d }") | $(awk "BEGIN { printf \"%.2fx\", $m / $l }") |"
 done

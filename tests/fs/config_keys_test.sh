@@ -260,6 +260,22 @@ ok start_timeout_ms "1500: rank 0 stopped waiting for rank 1 after $ms ms: $(gre
 kill -TERM "$launcher" 2>/dev/null || true
 wait "$launcher" 2>/dev/null || true
 
+# frames_ahead: a framed file read in order has its next frames hinted (4 by
+# default, counted in stats.json); 0 gives no hint.
+mkdir -p "$WORK/big"
+head -c $((64 * 4096)) /dev/urandom >"$WORK/big/one.bin"
+pack "$WORK/big" "$WORK/out-big" --partitions 1 --frame-size 4096
+for n in 4 0; do
+  MNT=$WORK/mnt-ahead$n LOG=$WORK/ahead$n.log
+  mount_dataset "$WORK/out-big" "$MNT" "$LOG" --frames-ahead "$n"
+  cmp -s "$MNT/one.bin" "$WORK/big/one.bin" || fail "frames_ahead $n: the file read wrong"
+  hints[$n]=$(st 'd["frames_ahead"]["hints"]')
+  expect frames_ahead "frames_ahead.frames" "$(st 'd["frames_ahead"]["frames"]')" "$n"
+  stop
+done
+((hints[4] > 0 && hints[0] == 0)) || fail "frames_ahead: ${hints[4]} hints with 4, ${hints[0]} with 0"
+ok frames_ahead "a 64-frame file read in order: ${hints[4]} read-ahead hints with 4, none with 0"
+
 # pack_readahead: tests/fs/fuse_pack_readahead_test.sh (drop_caches, fincore).
 grep -q -- "--pack-readahead" "$SRC_DIR/tests/fs/fuse_pack_readahead_test.sh" && probed+=(pack_readahead)
 
