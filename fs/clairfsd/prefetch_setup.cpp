@@ -117,22 +117,37 @@ Result<std::vector<int>> FirstReaders(const Config& config, const format::Manife
   if (job->shared_stream) {
     return Status::Unsupported("every node's processes read one shared stream");
   }
-  const uint64_t streams = job->order->sampler().world_size();
-  const auto predicted = PredictedFiles(*job);
+  // Every rank's first epoch at once (a DistributedSampler draws one
+  // permutation for all), each rank's node by Slurm's block order.
+  const pf::Sampler& sampler = job->order->sampler();
+  const uint64_t streams = sampler.world_size();
+  const uint64_t epoch = config.prefetch_start_epoch;
+  auto batches = sampler.Batches(0, epoch);
+  if (!batches.ok()) return batches.status();
+  if (batches->has_value()) return Status::Unsupported("the epoch's read order is unknowable");
+  std::vector<uint64_t> ranks;
+  std::vector<int> node_of;
+  const uint64_t per_node = RanksPerNode(config, static_cast<uint64_t>(nodes));
+  for (int n = 0; n < nodes; ++n) {
+    for (uint64_t r : pf::BlockLocalRanks(static_cast<uint64_t>(n), per_node, streams)) {
+      ranks.push_back(r);
+      node_of.push_back(n);
+    }
+  }
+  auto orders = sampler.OrderRanks(ranks, epoch);
+  if (!orders.ok()) return orders.status();
+  const std::vector<uint32_t>& file_of_index = job->input.file_of_index;
   std::vector<uint64_t> step(manifest.node_count(), UINT64_MAX);
   std::vector<int> first(manifest.node_count(), -1);
-  for (int n = 0; n < nodes; ++n) {
-    const auto ranks = pf::BlockLocalRanks(
-        static_cast<uint64_t>(n), RanksPerNode(config, static_cast<uint64_t>(nodes)), streams);
-    for (uint64_t r : ranks) {
-      auto files = predicted(r, config.prefetch_start_epoch);
-      if (!files.ok()) return files.status();
-      for (uint64_t i = 0; i < files->size(); ++i) {
-        const uint32_t f = (*files)[i];
-        if (f < step.size() && i < step[f]) {  // the earliest step; a tie goes to the lower node
-          step[f] = i;
-          first[f] = n;
-        }
+  for (size_t k = 0; k < orders->size(); ++k) {
+    const std::vector<pf::Index>& order = (*orders)[k];
+    for (uint64_t i = 0; i < order.size(); ++i) {
+      if (order[i] >= file_of_index.size() || file_of_index[order[i]] == pf::kNoFile) continue;
+      const uint32_t f = file_of_index[order[i]];
+      // The earliest step; a tie goes to the lower node.
+      if (f < step.size() && (i < step[f] || (i == step[f] && node_of[k] < first[f]))) {
+        step[f] = i;
+        first[f] = node_of[k];
       }
     }
   }

@@ -194,11 +194,12 @@ TEST_CASE("prefetch checks across keys are reported together", "[prefetch_config
 
 // A tree whose walk order and sorted order differ ("a-b/x.npz" < "a/z.npz" by
 // bytes, directory "a" before "a-b" in a walk), with files no ImageFolder takes.
-std::shared_ptr<const format::Manifest> WalkManifest(const std::vector<std::string>& paths) {
+std::shared_ptr<const format::Manifest> WalkManifest(const std::vector<std::string>& paths,
+                                                     bool empty_dir = true) {
   namespace ft = clairfs::format::testing;
   ft::DatasetSpec spec;
   for (const std::string& p : paths) spec.files.push_back({p, ft::TextBytes(10, 1), 0});
-  spec.empty_dirs = {"empty"};
+  if (empty_dir) spec.empty_dirs = {"empty"};
   auto ds = ft::BuildDataset(spec);
   REQUIRE(ds.ok());
   auto m = format::Manifest::Parse(ds->manifest, "test manifest");
@@ -260,6 +261,43 @@ TEST_CASE("an order file needs no other setting, or is refused naming the key",
   REQUIRE(listed.ok());
   CHECK(PredictedFiles(*listed)(0, 0).value() ==
         std::vector<uint32_t>{*manifest->Resolve("z.npz"), *manifest->Resolve("a/z.npz")});
+}
+
+TEST_CASE("the node that reads each file first, by the settings' first epoch",
+          "[prefetch_config]") {
+  std::vector<std::string> tree;
+  for (int i = 0; i < 40; ++i)
+    tree.push_back("c" + std::to_string(i % 3) + "/f" + std::to_string(i) + ".jpg");
+  auto manifest = WalkManifest(tree, /*empty_dir=*/false);
+  Config c;
+  c.prefetch_sampler = "torch-distributed";
+  c.prefetch_settings = {{"seed", "3"}};
+  c.prefetch_world_size = 4;  // 2 ranks on each of 2 nodes
+  c.prefetch_start_epoch = 1;
+  auto first = FirstReaders(c, *manifest, 2);
+  INFO((first.ok() ? "" : first.status().ToString()));
+  REQUIRE(first.ok());
+  // Against each rank's own order: the earliest step, a tie to the lower node.
+  auto job = BuildPrefetchJob(c, *manifest, 0, 2);
+  REQUIRE(job.ok());
+  std::vector<std::pair<uint64_t, int>> want(manifest->node_count(), {UINT64_MAX, -1});
+  for (uint64_t r = 0; r < 4; ++r) {
+    auto files = PredictedFiles(*job)(r, 1);
+    REQUIRE(files.ok());
+    for (uint64_t i = 0; i < files->size(); ++i) {
+      auto& w = want[(*files)[i]];
+      w = std::min(w, std::pair<uint64_t, int>{i, static_cast<int>(r / 2)});
+    }
+  }
+  int read = 0;
+  for (uint32_t f = 0; f < manifest->node_count(); ++f) {
+    CHECK((*first)[f] == want[f].second);
+    read += (*first)[f] >= 0 ? 1 : 0;
+  }
+  CHECK(read == 40);
+  // A shared stream (one order for every process) has no first reader.
+  c.prefetch_world_size = 1;
+  CHECK_FALSE(FirstReaders(c, *manifest, 2).ok());
 }
 
 }  // namespace
