@@ -235,8 +235,21 @@ class Planner {
   // Whether entry t is `file`'s latest consumed one and still inside its
   // rank's window (an open of it now is the same sample's).
   bool InWindow(FileId file, uint64_t t) const CLAIRFS_REQUIRES(mu_);
-  // Takes a guess at the pending epoch; drops the guess (its files rekeyed).
-  void SetGuess(uint64_t epoch, const std::vector<std::vector<FileId>>& slots)
+  // Where a local rank's part of the guess at the pending epoch came from.
+  enum class GuessFrom : uint8_t {
+    kNothing,  // not asked yet
+    kAsked,    // input_.guess asked (its answer, if any, taken)
+    kOrder,    // the rank's own order (the others' not there yet)
+  };
+  // Asks for the parts of the guess at `epoch` that may be new (rank g's
+  // order unless `from`[g] is kOrder; input_.guess if never asked), into
+  // `slots` (empty: no news) and `from`. True if any part is new. Called
+  // without the lock.
+  bool GuessPending(uint64_t epoch, std::vector<GuessFrom>* from,
+                    std::vector<std::vector<FileId>>* slots) const;
+  // Takes a guess at the pending epoch (parts left empty keep the current
+  // guess's at that epoch); drops the guess (its files rekeyed).
+  void SetGuess(uint64_t epoch, std::vector<GuessFrom> from, std::vector<std::vector<FileId>> slots)
       CLAIRFS_REQUIRES(mu_);
   void DropGuess() CLAIRFS_REQUIRES(mu_);
   // Plans fetches of guessed files into room no known use needs.
@@ -291,14 +304,17 @@ class Planner {
     bool ready;
   };
   std::unordered_map<FileId, Replayed> replayed_ CLAIRFS_GUARDED_BY(mu_);
-  // input_.guess's files of the pending epoch guess_epoch_ (kNever: none),
-  // local ranks' entries merged by step. A resident guessed file with no
+  // The guess at the pending epoch guess_epoch_ (kNever: none): each local
+  // rank's order once it reported it, else input_.guess's part, the ranks'
+  // entries merged by step. A resident guessed file with no
   // known use is keyed kGuessBase + its position: after every known use,
   // before the files nothing needs.
   static constexpr uint64_t kGuessBase = kNever - (uint64_t{1} << 40);
   std::vector<FileId> guess_ CLAIRFS_GUARDED_BY(mu_);
   std::unordered_map<FileId, uint64_t> guess_pos_ CLAIRFS_GUARDED_BY(mu_);
   uint64_t guess_epoch_ CLAIRFS_GUARDED_BY(mu_) = kNever;
+  std::vector<std::vector<FileId>> guess_slots_ CLAIRFS_GUARDED_BY(mu_);  // by local rank
+  std::vector<GuessFrom> guess_from_ CLAIRFS_GUARDED_BY(mu_);
   uint64_t guess_scan_ CLAIRFS_GUARDED_BY(mu_) = 0;  // GuessFetches resumes here
   // Fetched on the last two guesses and not opened since (an open finding
   // one resident counts guessed_used): a guess is taken as soon as the epoch

@@ -43,16 +43,18 @@ void Planner::Extend(MutexLock* lock) {
     if (!epoch) return;
     extending_ = true;
     const uint64_t gen = rebase_gen_;
-    const bool want_guess = input_.guess && guess_epoch_ != *epoch;
+    // What the guess at this epoch has so far (asked again: a rank's order
+    // may have come).
+    std::vector<GuessFrom> from = guess_epoch_ == *epoch
+                                      ? guess_from_
+                                      : std::vector<GuessFrom>(shape_.ranks, GuessFrom::kNothing);
     // The sampler (a randperm of the whole dataset) runs without the lock.
     MutexUnlock unlocked(lock, &mu_);
     Result<std::vector<std::vector<Index>>> orders = input_.order(config_.local_ranks, *epoch);
     std::vector<std::vector<FileId>> files, guessed;
     if (orders.ok()) files = ToFiles(*orders);
-    if (!orders.ok() && orders.status().code() == Code::kUnavailable && want_guess) {
-      Result<std::vector<std::vector<Index>>> guess = input_.guess(config_.local_ranks, *epoch);
-      if (guess.ok()) guessed = ToFiles(*guess);
-    }
+    const bool guess_changed = !orders.ok() && orders.status().code() == Code::kUnavailable &&
+                               GuessPending(*epoch, &from, &guessed);
     unlocked.Relock();
     extending_ = false;
     if (gen != rebase_gen_ || next_epoch_ != *epoch) continue;  // a resync moved on
@@ -60,7 +62,7 @@ void Planner::Extend(MutexLock* lock) {
       // A live source (orders reported by the job) has not been told this
       // epoch yet: asked again on the next call.
       order_pending_ = true;
-      if (!guessed.empty()) SetGuess(*epoch, guessed);
+      if (guess_changed) SetGuess(*epoch, std::move(from), std::move(guessed));
       return;
     }
     order_pending_ = false;
@@ -81,11 +83,52 @@ void Planner::Extend(MutexLock* lock) {
   }
 }
 
-void Planner::SetGuess(uint64_t epoch, const std::vector<std::vector<FileId>>& slots) {
+bool Planner::GuessPending(uint64_t epoch, std::vector<GuessFrom>* from,
+                           std::vector<std::vector<FileId>>* slots) const {
+  // The node's ranks report their orders one by one, each as its loader
+  // starts the epoch: a rank's own order is the surest guess at its part,
+  // its fetches need not wait for the slowest rank. input_.guess fills the
+  // other parts, asked once an epoch.
+  const std::vector<uint64_t>& ranks = config_.local_ranks;
+  slots->assign(ranks.size(), {});
+  bool changed = false;
+  for (size_t g = 0; g < ranks.size(); ++g) {
+    if ((*from)[g] == GuessFrom::kOrder) continue;
+    if (ranks.size() > 1) {
+      Result<std::vector<std::vector<Index>>> own = input_.order({ranks[g]}, epoch);
+      if (own.ok() && own->size() == 1) {
+        (*slots)[g] = std::move(ToFiles(*own).front());
+        (*from)[g] = GuessFrom::kOrder;
+        changed = true;
+        continue;
+      }
+    }
+    if ((*from)[g] != GuessFrom::kNothing || !input_.guess) continue;
+    Result<std::vector<std::vector<Index>>> guess = input_.guess({ranks[g]}, epoch);
+    (*from)[g] = GuessFrom::kAsked;
+    if (guess.ok() && guess->size() == 1) {
+      (*slots)[g] = std::move(ToFiles(*guess).front());
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+void Planner::SetGuess(uint64_t epoch, std::vector<GuessFrom> from,
+                       std::vector<std::vector<FileId>> slots) {
+  if (guess_epoch_ == epoch) {
+    // The parts not asked again stay.
+    for (size_t g = 0; g < slots.size(); ++g) {
+      if (slots[g].empty() && g < guess_slots_.size()) slots[g] = std::move(guess_slots_[g]);
+    }
+  } else {
+    // The last guess's fetches stay counted (guessed_used) until this one's.
+    guess_fetched_before_ = std::move(guess_fetched_);
+    guess_fetched_.clear();
+  }
   DropGuess();
-  guess_fetched_before_ = std::move(guess_fetched_);
-  guess_fetched_.clear();
   guess_epoch_ = epoch;
+  guess_from_ = std::move(from);
   size_t longest = 0;
   for (const auto& s : slots) longest = std::max(longest, s.size());
   for (size_t k = 0; k < longest; ++k) {
@@ -95,6 +138,7 @@ void Planner::SetGuess(uint64_t epoch, const std::vector<std::vector<FileId>>& s
       guess_.push_back(s[k]);
     }
   }
+  guess_slots_ = std::move(slots);
   RekeyAll(guess_);
 }
 
@@ -103,6 +147,8 @@ void Planner::DropGuess() {
   std::vector<FileId> files = std::move(guess_);
   guess_.clear();
   guess_pos_.clear();
+  guess_slots_.clear();
+  guess_from_.clear();
   guess_epoch_ = kNever;
   guess_scan_ = 0;
   RekeyAll(files);

@@ -76,6 +76,15 @@ pf::PlannerInput LiveInput(std::shared_ptr<uint64_t> known,
   return in;
 }
 
+// Fetches whatever `p` plans until it plans nothing more.
+void FetchEverything(pf::Planner& p, const std::vector<uint64_t>& sizes) {
+  for (;;) {
+    pf::FetchPlan plan = p.NextFetches(100);
+    if (plan.fetch.empty()) return;
+    for (FileId f : plan.fetch) REQUIRE(p.OnFetched(f, sizes[f]).empty());
+  }
+}
+
 }  // namespace
 
 TEST_CASE("A file just opened is not evicted under its reader", "[unit][planner]") {
@@ -327,13 +336,7 @@ TEST_CASE("A guess at the epoch not reported yet is fetched into room nothing kn
     auto created = pf::Planner::Create(OneRank(10, 3), std::move(in), clock);
     REQUIRE(created.ok());
     pf::Planner& p = **created;
-    auto fetch_all = [&] {
-      for (;;) {
-        pf::FetchPlan plan = p.NextFetches(100);
-        if (plan.fetch.empty()) return;
-        for (FileId f : plan.fetch) REQUIRE(p.OnFetched(f, sizes[f]).empty());
-      }
-    };
+    auto fetch_all = [&] { FetchEverything(p, sizes); };
     p.Maintain();
     uint64_t ready = 0;
     for (uint64_t i = 0; i < 40; ++i) {
@@ -375,6 +378,65 @@ TEST_CASE("A guess at the epoch not reported yet is fetched into room nothing kn
       CHECK(ready - (first_ready ? 1 : 0) == 39);
     }
   }
+}
+
+TEST_CASE("A rank's files are fetched as soon as it reports, not when the node's last rank does",
+          "[unit][planner]") {
+  // Two local ranks over 40 files of 1 byte, a budget of 10; rank g reads
+  // Stride(epoch, 2i + g), i < 20. Each rank reports its epoch on its own;
+  // rank 0 starts epoch 1 while rank 1 has not reported it yet.
+  std::vector<uint64_t> known = {0, 0};
+  auto order_of = [](uint64_t rank, uint64_t epoch) {
+    std::vector<pf::Index> order(20);
+    for (uint64_t i = 0; i < 20; ++i) order[i] = Stride(epoch, 2 * i + rank);
+    return order;
+  };
+  pf::PlannerInput in;
+  in.order = [&known, order_of](const std::vector<uint64_t>& ranks, uint64_t epoch) {
+    using R = clairfs::Result<std::vector<std::vector<pf::Index>>>;
+    std::vector<std::vector<pf::Index>> out;
+    for (uint64_t r : ranks) {
+      if (epoch > known[r]) return R(clairfs::Status::Unavailable("not reported yet"));
+      out.push_back(order_of(r, epoch));
+    }
+    return R(std::move(out));
+  };
+  in.file_of_index.resize(40);
+  std::iota(in.file_of_index.begin(), in.file_of_index.end(), 0);
+  in.file_size.assign(40, 1);
+  pf::PlannerConfig c = OneRank(10, 2);
+  c.local_ranks = {0, 1};
+  clairfs::FakeClock clock;
+  auto created = pf::Planner::Create(c, std::move(in), clock);
+  REQUIRE(created.ok());
+  pf::Planner& p = **created;
+  auto fetch_all = [&] { FetchEverything(p, std::vector<uint64_t>(40, 1)); };
+  auto open = [&](uint64_t rank, uint64_t epoch, uint64_t i) {
+    fetch_all();
+    return p.OnOpen(static_cast<FileId>(order_of(rank, epoch)[i]));
+  };
+  p.Maintain();
+  for (uint64_t i = 0; i < 20; ++i) {
+    for (uint64_t r : {0, 1}) REQUIRE(open(r, 0, i).ready);
+  }
+  known[0] = 1;
+  p.Maintain();
+  // Rank 0's first 6 opens come before rank 1 reports: its files are there.
+  for (uint64_t i = 0; i < 6; ++i) CHECK(open(0, 1, i).ready);
+  CHECK(p.Stats().guessed_fetches >= 6);
+  known[1] = 1;
+  p.Maintain();
+  for (uint64_t i = 0; i < 20; ++i) {
+    if (i >= 6) CHECK(open(0, 1, i).ready);
+    CHECK(open(1, 1, i).ready);
+  }
+  pf::PlannerStats s = p.Stats();
+  CHECK(s.late_opens == 6);
+  CHECK(s.deviations == 0);
+  REQUIRE(s.per_epoch.size() == 2);
+  CHECK(s.per_epoch[1].opens == 40);
+  CHECK(s.per_epoch[1].stalls == 0);
+  CHECK(s.peak_used_bytes <= 10);
 }
 
 TEST_CASE("A file opened twice in a row is a repeat, not a deviation", "[unit][planner]") {
