@@ -68,20 +68,6 @@ bool PartialCopy::AwaitPresent(uint64_t lo, uint64_t hi) const {
   }
 }
 
-bool PartialCopy::ReadIfPresent(uint64_t offset, size_t size, void* dst) const {
-  {
-    MutexLock lock(&mu_);
-    if (disabled_ || !present_.Covers(offset, offset + size)) return false;
-  }
-  return ReadExact(offset, size, dst).ok();
-}
-
-std::vector<std::pair<uint64_t, uint64_t>> PartialCopy::Gaps(uint64_t lo, uint64_t hi) const {
-  MutexLock lock(&mu_);
-  if (disabled_) return {{lo, hi}};
-  return present_.Gaps(lo, hi);
-}
-
 Status PartialCopy::ReadExact(uint64_t offset, size_t size, void* dst) const {
   char* p = static_cast<char*>(dst);
   for (size_t done = 0; done < size;) {
@@ -129,11 +115,6 @@ Status PartialCopy::Fill(uint64_t lo, uint64_t hi, char* dst, const FetchFn& fet
 bool PartialCopy::disabled() const {
   MutexLock lock(&mu_);
   return disabled_;
-}
-
-uint64_t PartialCopy::present_bytes() const {
-  MutexLock lock(&mu_);
-  return present_.bytes();
 }
 
 void PartialCopy::Disable() {

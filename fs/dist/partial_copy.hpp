@@ -39,11 +39,6 @@ class PartialCopy {
   // Writes the pack's bytes [offset, offset + size); they are present once
   // written. An error disables the copy.
   Status Write(uint64_t offset, const void* data, size_t size) CLAIRFS_EXCLUDES(mu_);
-  // Reads [offset, offset + size) if every byte of it is present.
-  bool ReadIfPresent(uint64_t offset, size_t size, void* dst) const CLAIRFS_EXCLUDES(mu_);
-  // The parts of [lo, hi) not present, in order (all of it once disabled).
-  std::vector<std::pair<uint64_t, uint64_t>> Gaps(uint64_t lo, uint64_t hi) const
-      CLAIRFS_EXCLUDES(mu_);
   // Claims the parts of [lo, hi) that are neither present nor claimed, in
   // order: the caller reads each from the dataset directory, then Writes it
   // (which releases the claim) or Abandons it. Once disabled: all of it,
@@ -68,14 +63,12 @@ class PartialCopy {
   Status Fill(uint64_t lo, uint64_t hi, char* dst, const FetchFn& fetch, FillCounts* counts)
       CLAIRFS_EXCLUDES(mu_);
   bool disabled() const CLAIRFS_EXCLUDES(mu_);
-  // Reads bytes already written (staging's own, after Gaps said so).
-  Status ReadExact(uint64_t offset, size_t size, void* dst) const;
-  // Bytes present.
-  uint64_t present_bytes() const CLAIRFS_EXCLUDES(mu_);
   void Disable() CLAIRFS_EXCLUDES(mu_);
 
  private:
   PartialCopy(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  // Reads bytes written into the copy.
+  Status ReadExact(uint64_t offset, size_t size, void* dst) const;
 
   const std::string path_;
   const int fd_;

@@ -250,23 +250,38 @@ TEST_CASE("a range set merges, covers and finds the gaps", "[dist]") {
 
 TEST_CASE("a partial copy answers only what was written into it", "[dist]") {
   Dataset d(1, 1);
+  using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;
+  Ranges fetched;
+  auto fetch = [&](uint64_t off, size_t n, char* dst) -> Status {
+    fetched.emplace_back(off, off + n);
+    std::memset(dst, 'x', n);
+    return Status::Ok();
+  };
+  auto fill = [&](PartialCopy& c, uint64_t lo, uint64_t hi) {
+    fetched.clear();
+    std::string got(hi - lo, '\0');
+    PartialCopy::FillCounts counts;
+    REQUIRE(c.Fill(lo, hi, got.data(), fetch, &counts).ok());
+    return got;
+  };
   auto copy = PartialCopy::Create(d.root + "/copy");
   REQUIRE(copy.ok());
   PartialCopy& c = **copy;
   REQUIRE(c.Write(100, "abcdef", 6).ok());
-  char got[6] = {};
-  CHECK(c.ReadIfPresent(101, 4, got));
-  CHECK(std::string(got, 4) == "bcde");
-  CHECK_FALSE(c.ReadIfPresent(98, 4, got));
-  CHECK(c.present_bytes() == 6);
-  using Gaps = std::vector<std::pair<uint64_t, uint64_t>>;
-  CHECK(c.Gaps(0, 200) == Gaps{{0, 100}, {106, 200}});
+  CHECK(fill(c, 101, 105) == "bcde");
+  CHECK(fetched.empty());
+  CHECK(fill(c, 98, 108) == "xxabcdefxx");
+  CHECK(fetched == Ranges{{98, 100}, {106, 108}});
+  CHECK(fill(c, 96, 110) == "xxxxabcdefxxxx");  // what the last fill fetched was kept
+  CHECK(fetched == Ranges{{96, 98}, {108, 110}});
   // A full disk: the write fails, and nothing is answered from the copy any more.
   auto full = PartialCopy::Create("/dev/full");
   REQUIRE(full.ok());
   CHECK((*full)->Write(0, "x", 1).code() != clairfs::Code::kOk);
-  CHECK((*full)->Gaps(0, 10) == Gaps{{0, 10}});
-  CHECK_FALSE((*full)->ReadIfPresent(0, 1, got));
+  for (int i = 0; i < 2; ++i) {
+    CHECK(fill(**full, 0, 10) == std::string(10, 'x'));
+    CHECK(fetched == Ranges{{0, 10}});
+  }
   CHECK_FALSE((*full)->Write(0, "x", 1).ok());
 }
 
@@ -312,7 +327,11 @@ TEST_CASE("two fills of one range fetch it once; an abandoned claim is fetched b
     } else {
       CHECK_FALSE(sa.ok());  // its claim abandoned: the second fill fetched it
       CHECK(fetched == 60000);
-      CHECK(c.present_bytes() == 60000);
+      std::string again(60000, '\0');  // all of it is in the copy now
+      PartialCopy::FillCounts counts;
+      REQUIRE(c.Fill(20000, 80000, again.data(), fetch, &counts).ok());
+      CHECK(fetched == 60000);
+      CHECK(again == b);
     }
   }
 }
