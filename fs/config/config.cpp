@@ -202,6 +202,9 @@ const std::vector<Setting>& Table() {
           "stage_threads", [](Config & c) -> auto& { return c.cluster.stage_threads; }, 1, 64,
           "packs copied to local_dir at once, 1-64"),
       Millis(
+          "stage_yield_ms", [](Config & c) -> auto& { return c.cluster.stage_yield; }, 0, 60000,
+          "ms staging pauses after a read of the job from the dataset dir, 0 = never"),
+      Millis(
           "peer_timeout_ms", [](Config & c) -> auto& { return c.cluster.store.peer_timeout; }, 1,
           kHour, "ms to wait for a peer before a replica or the dataset dir"),
       U32(

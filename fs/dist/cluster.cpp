@@ -103,6 +103,7 @@ Status Cluster::Start(const ClusterOptions& o) {
     stager_ = std::make_unique<Stager>(o.dataset, o.local_dir, manifest_, own.PartitionsOf(rank_),
                                        o.stage_threads);
     stager_->CountReads(source_.get());
+    stager_->YieldToReads(o.stage_yield);
   }
   store_ = std::make_unique<DistributedPackStore>(
       o.dataset, manifest_, own, rank_, transport_.get(), stager_.get(), o.store, source_.get());
@@ -236,6 +237,8 @@ void Cluster::WriteStats(clairfs::JsonWriter& w) const {
         .Integer("bytes_verified", p.bytes_verified)
         .Integer("bytes_kept", p.bytes_kept)
         .Integer("threads", p.threads)
+        .Integer("yield_ms", static_cast<uint64_t>(stager_->yield_quiet().count()))
+        .Number("yield_seconds", static_cast<double>(p.yield_ns.load()) / 1e9)
         .Bool("finished", p.finished)
         .Number("seconds", p.seconds.load())
         .EndObject();

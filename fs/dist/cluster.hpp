@@ -26,12 +26,16 @@
 
 namespace clairfs::fs {
 
-// The multi-node settings (config keys dataset, local_dir, stage_threads,
+// The multi-node settings (config keys dataset, local_dir, stage_threads, stage_yield_ms,
 // server_threads, start_timeout_ms, shutdown_wait_ms and the store's).
 struct ClusterOptions {
-  std::string dataset;          // the clairfs-partition output (required; expanded by the caller)
-  std::string local_dir;        // node-local directory for staged packs; empty: no staging
-  uint32_t stage_threads = 2;   // packs copied at once while staging
+  std::string dataset;         // the clairfs-partition output (required; expanded by the caller)
+  std::string local_dir;       // node-local directory for staged packs; empty: no staging
+  uint32_t stage_threads = 2;  // packs copied at once while staging
+  // Staging pauses while the job's reads (its own, the prefetcher's, a
+  // peer's) read this rank's packs from the dataset directory, and this long
+  // after the last (Stager::YieldToReads); zero: never.
+  std::chrono::milliseconds stage_yield{5};
   uint32_t server_threads = 4;  // peers' reads served at once (they may wait on a cold disk)
   // Bound of each start-up step every rank takes together (agreeing that all
   // are ready, the manifest broadcast): a rank that does not arrive in time

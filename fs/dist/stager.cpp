@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <thread>
 
 #include "base/log.hpp"
 #include "base/thread_name.hpp"
@@ -51,7 +52,14 @@ class Stager::TeeFile final : public format::RandomAccessFile {
     PartialCopy::FillCounts counts;
     Status st = copy->Fill(
         offset, offset + size, static_cast<char*>(dst),
-        [this](uint64_t off, size_t n, char* to) { return source_->ReadExact(off, n, to); },
+        [this](uint64_t off, size_t n, char* to) {
+          stager_->demand_reads_.fetch_add(1, std::memory_order_relaxed);
+          Status read = source_->ReadExact(off, n, to);
+          stager_->demand_end_ns_.store(stager_->clock_->Now().time_since_epoch().count(),
+                                        std::memory_order_relaxed);
+          stager_->demand_reads_.fetch_sub(1, std::memory_order_release);
+          return read;
+        },
         &counts);
     stager_->progress_.bytes_kept += counts.written;
     if (!counts.write_error.ok() && !stager_->closed_[p_].load(std::memory_order_acquire) &&
@@ -318,6 +326,7 @@ Status Stager::Copy(uint32_t p, const std::string& from, PartialCopy* to) {
     return read;
   };
   for (uint64_t off = 0; st.ok() && off < size && !cancel_;) {
+    YieldToDemand();
     const uint64_t end = std::min<uint64_t>(size, off + kChunk);
     PartialCopy::FillCounts counts;
     st = to->Fill(off, end, buf.data(), fetch, &counts);
@@ -336,6 +345,22 @@ Status Stager::Copy(uint32_t p, const std::string& from, PartialCopy* to) {
   }
   if (!st.ok()) progress_.bytes_copied -= copied;  // counts only packs in use
   return st;
+}
+
+void Stager::YieldToDemand() {
+  if (yield_quiet_.count() == 0) return;
+  const auto since = clock_->Now();
+  for (;;) {
+    if (cancel_) break;
+    const auto now = clock_->Now();
+    const bool reading = demand_reads_.load(std::memory_order_acquire) > 0;
+    const int64_t last = demand_end_ns_.load(std::memory_order_relaxed);  // 0: none yet
+    if (!reading && (last == 0 || now.time_since_epoch().count() >= last + yield_quiet_.count())) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  progress_.yield_ns += static_cast<uint64_t>((clock_->Now() - since).count());
 }
 
 void Stager::MaybeLogProgress() {

@@ -55,6 +55,7 @@ struct StagingProgress {
   std::atomic<uint64_t> threads{0};  // copying threads started
   std::atomic<bool> finished{false};
   std::atomic<double> seconds{0};
+  std::atomic<uint64_t> yield_ns{0};  // copying paused for reads of the job (YieldToReads)
 };
 
 class Stager {
@@ -68,6 +69,15 @@ class Stager {
   // Counts the copies' reads of the dataset directory in `source` (not
   // owned; outlives this). Call before Start.
   void CountReads(SourceReads* source) { source_ = source; }
+  // Copying pauses while a read that cannot wait (the job's, the
+  // prefetcher's, a peer's) is reading one of this stager's packs from the
+  // dataset directory, and for `quiet` after the last one: the bytes the job
+  // needs next go first, staging takes the bandwidth they leave. Zero: no
+  // pause. Call before Start.
+  void YieldToReads(std::chrono::milliseconds quiet) { yield_quiet_ = quiet; }
+  std::chrono::milliseconds yield_quiet() const {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(yield_quiet_);
+  }
   // Starts the copy threads. Call once.
   void Start();
   // Blocks until every pack is staged or has failed.
@@ -109,6 +119,9 @@ class Stager {
   // Logs the progress when `log_every` has passed since the last line (one
   // copying thread wins the turn).
   void MaybeLogProgress();
+  // Waits while reads of the job are under way or ended less than
+  // yield_quiet_ ago (YieldToReads), or until cancelled.
+  void YieldToDemand();
 
   const std::string dataset_dir_, local_dir_;
   const std::shared_ptr<const format::Manifest> manifest_;
@@ -118,6 +131,11 @@ class Stager {
   const Clock* const clock_;             // not owned
   SourceReads* source_ = nullptr;        // not owned
   std::atomic<int64_t> next_log_ns_{0};  // clock_ time of the next progress line
+  std::chrono::nanoseconds yield_quiet_{0};
+  // Reads of the dataset directory for TeeFile readers under way, and the
+  // clock_ time the last one ended.
+  std::atomic<int> demand_reads_{0};
+  std::atomic<int64_t> demand_end_ns_{0};
   StagingProgress progress_;
   // Partitions waiting their turn, in order: those read before it first (in
   // the order of their first reads), then the others; those begun, in order.

@@ -16,7 +16,11 @@
 #          [--small-files N] [--small-kib K] [--large-files N] [--large-mib M]
 #          [--batch B] [--large-batch B] [--compute S] [--large-compute S] [--threads T]
 #          [--mbps M] [--iops I] [--placement balanced|hash|contiguous]
+#          [--ways local,direct,clairfs] [--variant NAME=OPTIONS]...
 #        scripts/bench/dlio.sh --setup      (only build the DLIO venv)
+# --variant adds a clairfs way NAME (rows "clairfs-NAME") whose daemons get OPTIONS
+# too (e.g. --variant noyield="--stage-yield-ms 0"), run in the same repeats right
+# after the clairfs row; --ways leaves out local or direct.
 # Sizes: 8,192 files of 256 KiB and 64 of 32 MiB (about 25 min here); --quick: 512 of
 # 256 KiB and 16 of 8 MiB (about 4 min).
 # Environment: DLIO_VENV (default .venvs/dlio), RAM_CACHE (the daemons' ram_cache,
@@ -27,6 +31,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$repo/${BUILD_DIR:-build}/bin
 VENV=${DLIO_VENV:-$repo/.venvs/dlio}
 sets=small,large repeats=3 epochs=3 threads=2 mbps=100 iops=500 placement=balanced setup_only=""
+ways=local,direct,clairfs variants=()
 declare -A files=([small]=8192 [large]=64) bytes=([small]=$((256 << 10)) [large]=$((32 << 20)))
 declare -A batch=([small]=4 [large]=2)  # large: 2 so that an epoch has 16 steps, not 8
 # Seconds of "training" per step. Large: loading 2 x 32 MiB takes ~0.15 s a step here
@@ -44,6 +49,8 @@ while (($#)); do
     --threads) threads=$2; shift 2 ;;
     --mbps) mbps=$2; shift 2 ;; --iops) iops=$2; shift 2 ;; --setup) setup_only=1; shift ;;
     --placement) placement=$2; shift 2 ;;
+    --ways) ways=$2; shift 2 ;;
+    --variant) [[ $2 == ?*=* ]] || usage; variants+=("$2"); shift 2 ;;
     *) usage ;;
   esac
 done
@@ -214,14 +221,14 @@ done
 sync
 pfs_enter  # from here on every read of the stand-in is throttled
 
-run_clairfs() {  # run_clairfs NAME SET
+run_clairfs() {  # run_clairfs NAME SET [OPTION...]: OPTIONs go to clairfsd
   local name=$1 set=$2 out=$W/out/$1
   rm -rf "$W/ssd0" "$W/ssd1"; mkdir -p "$out"  # every run stages from the stand-in again
   drop_caches
   date +%s.%N >"$out/daemons_started"; pfs_read >"$out/pfs_before"
   # shellcheck disable=SC2086  # CLAIRFSD_ARGS: more options, split at spaces
   "$MPIEXEC" -n 2 "$BIN/clairfsd" --config "$W/clairfs-$set.yaml" --dataset "$PFS_MNT/$set.clairfs" \
-    --mount "$W/mnt{rank}" --local-dir "$W/ssd{rank}" ${CLAIRFSD_ARGS:-} >"$out/daemons.log" 2>&1 &
+    --mount "$W/mnt{rank}" --local-dir "$W/ssd{rank}" ${CLAIRFSD_ARGS:-} "${@:3}" >"$out/daemons.log" 2>&1 &
   launcher=$!
   "$BIN/clairfs-wait" "$W/mnt0" "$W/mnt1" --quiet --timeout 120 || { tail -n 20 "$out/daemons.log" >&2; exit 1; }
   dlio_run "$name" "$set" "$W/mnt0" "$W/mnt1"
@@ -232,10 +239,14 @@ run_clairfs() {  # run_clairfs NAME SET
 }
 for s in "${setlist[@]}"; do
   for ((r = 1; r <= repeats; r++)); do
-    say "$s: repeat $r of $repeats: local, direct, clairfs"
-    drop_caches; dlio_run "$s.local.$r" "$s" "$W/local/$s" "$W/local/$s"
-    drop_caches; dlio_run "$s.direct.$r" "$s" "$PFS_MNT/$s" "$PFS_MNT/$s"
-    run_clairfs "$s.clairfs.$r" "$s"
+    say "$s: repeat $r of $repeats: ${ways//,/, }${variants:+ and ${#variants[@]} variant(s)}"
+    if [[ ,$ways, == *,local,* ]]; then drop_caches; dlio_run "$s.local.$r" "$s" "$W/local/$s" "$W/local/$s"; fi
+    if [[ ,$ways, == *,direct,* ]]; then drop_caches; dlio_run "$s.direct.$r" "$s" "$PFS_MNT/$s" "$PFS_MNT/$s"; fi
+    [[ ,$ways, == *,clairfs,* ]] && run_clairfs "$s.clairfs.$r" "$s"
+    for v in "${variants[@]}"; do
+      # shellcheck disable=SC2086  # the variant's options, split at spaces
+      run_clairfs "$s.clairfs-${v%%=*}.$r" "$s" ${v#*=}
+    done
   done
 done
 
@@ -244,9 +255,13 @@ echo
 echo "DLIO 2.0.0, 2 ranks (mpiexec), PyTorch loader, read_threads $threads, $epochs epochs, sample_shuffle" \
   "seed; packs: 8 partitions, placement $placement; stand-in: $PFS_DESC, read-ahead $(cat "/sys/block/${PFS_LOOP#/dev/}/queue/read_ahead_kb") KiB;" \
   "caches dropped before each run."
-/usr/bin/python3 - "$W" "$repeats" "$mbps" "${setlist[@]}" <<'PY'
-import datetime, json, sys
+names=()
+for c in ${ways//,/ }; do names+=("$c"); done
+for v in "${variants[@]}"; do names+=("clairfs-${v%%=*}"); done
+WAYS="${names[*]}" /usr/bin/python3 - "$W" "$repeats" "$mbps" "${setlist[@]}" <<'PY'
+import datetime, json, os, sys
 w, repeats, mbps, sets = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4:]
+ways = os.environ["WAYS"].split()
 load = lambda p: json.load(open(p))
 for s in sets:
     size = int(open("%s/bytes-%s" % (w, s)).read())
@@ -256,30 +271,32 @@ for s in sets:
           "(bytes / %g MB/s): %.1f s to read it from the stand-in\n" % (s, val("num_files_train"),
           size / 2**20, val("batch_size"), val("computation_time"), mbps, size / (mbps * 1e6)))
     print("| run | start to epoch 1 (s) | epoch times (s) | AU per epoch (%) | read from the stand-in "
-          "(MiB, IOs) | by the daemons: staged + other of the packs (MiB), staging time | "
+          "(MiB, IOs) | by the daemons: staged + other of the packs (MiB), staging time (paused for reads) | "
           "prefetch.stall_ns, node 0 + 1 (s) |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     first, upto = {}, {}
     for r in range(1, repeats + 1):
-        for c in ("local", "direct", "clairfs"):
+        for c in ways:
             o = "%s/out/%s.%s.%d" % (w, s, c, r)
             ep = load(o + "/per_epoch_stats.json")
             times = " / ".join(ep[k]["duration"] for k in sorted(ep, key=int))
             au = " / ".join("%.1f" % a for a in load(o + "/summary.json")["metric"]["train_au_percentage"])
             src = stall = "-"
             # From DLIO's launch, or for clairfs from the daemons' (they stage meanwhile).
-            t0 = o + ("/daemons_started" if c == "clairfs" else "/launched")
+            t0 = o + ("/daemons_started" if c.startswith("clairfs") else "/launched")
             start = datetime.datetime.strptime(ep["1"]["start"], "%Y-%m-%dT%H:%M:%S.%f").timestamp()
             head = "%.1f" % (start - float(open(t0).read()))
             b0, i0 = map(int, open(o + "/pfs_before").read().split())
             b1, i1 = map(int, open(o + "/pfs_after").read().split())
             pfs = "%.0f, %d" % ((b1 - b0) / 2**20, i1 - i0)
-            if c == "clairfs":
+            if c.startswith("clairfs"):
                 st = [load("%s/stats%d.json" % (o, i)) for i in (0, 1)]
                 cs = [x["cluster"]["source"] for x in st]
-                src = "%.0f + %.0f of %.0f, %.1f s" % (
+                sg = [x["cluster"]["staging"] for x in st]
+                src = "%.0f + %.0f of %.0f, %.1f s (paused %.1f s)" % (
                     sum(x["staged_bytes"] for x in cs) / 2**20, sum(x["direct_bytes"] for x in cs) / 2**20,
-                    cs[0]["dataset_bytes"] / 2**20, max(x["cluster"]["staging"]["seconds"] for x in st))
+                    cs[0]["dataset_bytes"] / 2**20, max(x["seconds"] for x in sg),
+                    sum(x.get("yield_seconds", 0) for x in sg))
                 stall = " + ".join("%.2f" % (x.get("prefetch", {}).get("stall_ns", 0) / 1e9) for x in st)
             print("| %s %d | %s | %s | %s | %s | %s | %s |" % (c, r, head, times, au, pfs, src, stall))
             first.setdefault(c, []).append(float(ep["1"]["duration"]))

@@ -143,13 +143,16 @@ ok fuse_threads "4: reading threads with descriptors of their own ($clones; 1 wi
 ok clone_fd "true: each reading thread has a /dev/fuse descriptor of its own ($clones; 1 with false)"
 stop
 
-# --- Staging: local_dir and stage_threads.
-start staged --local-dir "$WORK/ssd" --stage-threads 3
+# --- Staging: local_dir, stage_threads and stage_yield_ms (what the pause does:
+# staging_test's "staging pauses while").
+start staged --local-dir "$WORK/ssd" --stage-threads 3 --stage-yield-ms 7
 for i in $(seq 1 100); do [[ $(st 'd["cluster"]["staging"]["finished"]') == True ]] && break; sleep 0.1; done
 expect local_dir "packs staged" "$(ls "$WORK/ssd" | grep -c '^part-0000[0-3]$')" 4
 ok local_dir "this node's 4 packs copied there"
 expect stage_threads "staging.threads" "$(st 'd["cluster"]["staging"]["threads"]')" 3
 ok stage_threads "3 packs copied at once (2 by default)"
+expect stage_yield_ms "staging.yield_ms" "$(st 'd["cluster"]["staging"]["yield_ms"]')" 7
+ok stage_yield_ms "staging pauses 7 ms after a read of the job (5 by default)"
 stop
 
 # --- The prefetcher's keys. Opens through FUSE requests, so the test can see

@@ -21,6 +21,7 @@
 #include "fs/store/posix_pack_store.hpp"
 #include "fs/store/range_set.hpp"
 #include "fs/store/source_reads.hpp"
+#include "partitioner/format/pack_file.hpp"
 #include "tests/fs/dist/dist_fixture.hpp"
 #include "tests/support/stderr_capture.hpp"
 
@@ -409,4 +410,64 @@ TEST_CASE("a pack kept by reads is still refused when the dataset's pack is dama
   CHECK_FALSE(stdfs::exists(d.root + "/ssd/part-00000"));
   // Reads go on to the dataset directory.
   REQUIRE((*f)->ReadExact(0, head.size(), head.data()).ok());
+}
+
+namespace {
+// A pack in the dataset directory whose reads wait until let go.
+class HeldPack final : public format::RandomAccessFile {
+ public:
+  explicit HeldPack(std::unique_ptr<format::PosixRandomAccessFile> pack) : pack_(std::move(pack)) {}
+  Status ReadExact(uint64_t offset, size_t size, void* dst) const override {
+    reading_ = true;
+    while (held_) std::this_thread::sleep_for(1ms);
+    return pack_->ReadExact(offset, size, dst);
+  }
+  const std::string& name() const override { return pack_->name(); }
+  void LetGo() { held_ = false; }
+  bool reading() const { return reading_; }
+
+ private:
+  std::unique_ptr<format::PosixRandomAccessFile> pack_;
+  mutable std::atomic<bool> held_{true}, reading_{false};
+};
+}  // namespace
+
+TEST_CASE("staging pauses while a read of the job reads its packs from the dataset directory",
+          "[dist]") {
+  // The job reads a file of partition 1 before its staging; the read hangs on
+  // the dataset directory. Staging (one thread) copies partition 0 meanwhile
+  // only when it does not yield.
+  Dataset d(2, 1);
+  for (const auto quiet : {0ms, 5ms}) {
+    INFO("stage_yield_ms " << quiet.count());
+    const std::string ssd = d.root + "/ssd" + std::to_string(quiet.count());
+    Stager s(d.out(), ssd, d.manifest, {0, 1}, 1, 0ms);
+    s.YieldToReads(quiet);
+    auto pack = format::OpenPack(d.out(), *d.manifest, 1);
+    REQUIRE(pack.ok());
+    HeldPack held(std::move(pack).value());
+    const format::RandomAccessFile* reading = s.Reading(1, &held);
+    std::string got(100, '\0');
+    std::thread job([&] { CHECK(reading->ReadExact(0, got.size(), got.data()).ok()); });
+    while (!held.reading()) std::this_thread::sleep_for(1ms);
+    s.Start();
+    const uint64_t pack0 = d.manifest->partition(0).pack_bytes;
+    if (quiet.count() == 0) {
+      // Not yielding: partition 0 is copied while the read hangs.
+      for (int i = 0; i < 5000 && s.progress().bytes_copied < pack0; ++i) {
+        std::this_thread::sleep_for(1ms);
+      }
+      CHECK(s.progress().bytes_copied >= pack0);
+    } else {
+      std::this_thread::sleep_for(200ms);
+      CHECK(s.progress().bytes_copied == 0);
+    }
+    held.LetGo();
+    job.join();
+    s.Wait();
+    CHECK(s.progress().packs_failed == 0);
+    CHECK(s.progress().packs_done == 2);
+    CHECK(Slurp(ssd + "/" + d.manifest->PackName(1)).substr(0, 100) == got);
+    CHECK((s.progress().yield_ns > 0) == (quiet.count() > 0));
+  }
 }
