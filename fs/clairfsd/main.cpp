@@ -136,7 +136,9 @@ int main(int argc, char** argv) {
   };
   for (auto [name, path] : {std::pair{"dataset", &config.cluster.dataset},
                             {"mount", &config.fuse.mount},
-                            {"local_dir", &config.cluster.local_dir}}) {
+                            {"local_dir", &config.cluster.local_dir},
+                            {"writes_local", &config.writes.local},
+                            {"writes_persist", &config.writes.persist}}) {
     clairfs::Status st = ExpandSetting(name, path, cluster);
     if (!st.ok()) return refuse(st);
   }
@@ -216,6 +218,36 @@ int main(int argc, char** argv) {
                    std::to_string(m.partition_count()) + " partitions; manifest " +
                    std::to_string(m.memory_bytes()) + " bytes in RAM");
 
+  // The writable area: what persist holds is read (and what the last run
+  // left in local queued) before the mount is served.
+  std::unique_ptr<fs::WriteArea> writes;
+  if (!config.writes.name.empty()) {
+    clairfs::Status st;
+    if (m.Lookup(0, config.writes.name)) {
+      st = clairfs::Status::InvalidArgument("writes_dir: the dataset has its own /" +
+                                            config.writes.name + "; give the area another name");
+    } else {
+      fs::WriteAreaOptions area = config.writes;
+      area.uid = static_cast<uint32_t>(::getuid());
+      area.gid = static_cast<uint32_t>(::getgid());
+      auto opened = fs::WriteArea::Open(std::move(area), fs::Vfs::FirstFreeIno(m));
+      if (opened.ok()) {
+        writes = std::move(opened).value();
+      } else {
+        st = opened.status();
+      }
+    }
+    if (!st.ok()) {
+      clairfs::Log(clairfs::LogLevel::kError, st.message());
+      (void)cluster.Agree(st, start_wait);
+      return 1;
+    }
+    clairfs::Log(clairfs::LogLevel::kInfo, "writes: /" + config.writes.name +
+                                               " is writable: " + config.writes.local +
+                                               " first, drained to " + config.writes.persist);
+    config.fuse.writable = true;
+  }
+
   fs::Stats stats;
   fs::PackPayloadSource source(manifest, cluster.store(), fs::PackPayloadSource::kTableCacheBytes,
                                config.frames_ahead);
@@ -226,6 +258,11 @@ int main(int argc, char** argv) {
   options.config_text = effective;
   options.stats_sections.emplace_back(
       "cluster", [&cluster](clairfs::JsonWriter& w) { cluster.WriteStats(w); });
+  if (writes) {
+    options.writes = writes.get();
+    options.stats_sections.emplace_back(
+        "writes", [&writes](clairfs::JsonWriter& w) { writes->WriteStats(w); });
+  }
   options.stats_sections.emplace_back("frames_ahead", [&source, &config](clairfs::JsonWriter& w) {
     w.Integer("frames", config.frames_ahead)
         .Integer("hints", source.ahead_hints())
@@ -392,6 +429,7 @@ int main(int argc, char** argv) {
   // ServeFuse: no thread of ours may run while the mount forks fusermount3).
   auto start = [&]() -> clairfs::Status {
     CLAIRFS_RETURN_IF_ERROR(cluster.Serve());
+    if (writes) writes->Start();
     engines.Start();
     if (!report_server.name().empty()) CLAIRFS_RETURN_IF_ERROR(report_server.Start());
     return clairfs::Status::Ok();
@@ -429,12 +467,16 @@ int main(int argc, char** argv) {
   report_server.Stop();
   engines.Reset();
   if (!st.ok()) clairfs::Log(clairfs::LogLevel::kError, st.ToString());
+  // Unmounted: what was written reaches persist before the daemon ends.
+  clairfs::Status drained;
+  if (writes) drained = writes->Finish(config.writes_stall);
+  if (!drained.ok()) clairfs::Log(clairfs::LogLevel::kError, drained.message());
   // Unmounted: wait for the other ranks, which may still read from this one.
   // Both steps are bounded (shutdown_wait_ms each), and SIGTERM is ignored
   // from the unmount on (ServeFuse), so a second one cannot cut them short.
   const auto wait = config.cluster.shutdown_wait;
   clairfs::Status down = cluster.Shutdown(wait);
-  const int code = st.ok() && down.ok() ? 0 : 1;
+  const int code = st.ok() && down.ok() && drained.ok() ? 0 : 1;
   cluster.Finalize(wait, code);
   return code;
 }

@@ -308,6 +308,21 @@ const std::vector<Setting>& Table() {
       Flag(
           "report", [](Config & c) -> auto& { return c.report; },
           "take the orders the job's processes report (docs/report.md)"),
+      Text(
+          "writes_dir", [](Config & c) -> auto& { return c.writes.name; }, false,
+          "writable directory in the mount's root for outputs, \"\" = read-only mount"),
+      Text(
+          "writes_local", [](Config & c) -> auto& { return c.writes.local; }, false,
+          "node-local directory where writes land first"),
+      Text(
+          "writes_persist", [](Config & c) -> auto& { return c.writes.persist; }, false,
+          "shared directory writes are drained to (and an earlier run's are read from)"),
+      Millis(
+          "writes_settle_ms", [](Config & c) -> auto& { return c.writes.settle; }, 0, kHour,
+          "ms without a write before a file is drained (fsync drains at once)"),
+      Millis(
+          "writes_stall_ms", [](Config & c) -> auto& { return c.writes_stall; }, 1, kHour,
+          "ms a stopping daemon waits for a drain that makes no progress"),
       {"log_level", "error, warn, info or debug",
        [](Config* c, std::string_view v) { return ParseLogLevel(v, &c->log_level); },
        [](const Config& c) { return std::string(LogLevelName(c.log_level)); }},
@@ -358,6 +373,25 @@ std::vector<std::string> ValidateConfig(const Config& config) {
   std::vector<std::string> errors;
   if (config.cluster.dataset.empty()) errors.push_back("dataset: required (--dataset DIR)");
   if (config.fuse.mount.empty()) errors.push_back("mount: required (--mount DIR)");
+  const WriteAreaOptions& w = config.writes;
+  if (!w.name.empty() || !w.local.empty() || !w.persist.empty()) {
+    for (auto [key, value] : {std::pair{"writes_dir", &w.name},
+                              {"writes_local", &w.local},
+                              {"writes_persist", &w.persist}}) {
+      if (value->empty()) {
+        errors.push_back(std::string(key) +
+                         ": required with the other writes_ keys (writes_dir, writes_local, "
+                         "writes_persist)");
+      }
+    }
+    if (!w.name.empty() && (w.name == "." || w.name == ".." || w.name == ControlFiles::kDirName ||
+                            w.name.find('/') != std::string::npos)) {
+      errors.push_back("writes_dir: '" + w.name + "' must be one name, a directory of the mount");
+    }
+    if (!w.local.empty() && w.local == w.persist) {
+      errors.push_back("writes_local and writes_persist: must be two directories");
+    }
+  }
   if (config.prefetch_sampler != "none") {
     const std::string& root = config.prefetch_root;
     if (!root.empty() && (root.front() == '/' || root.back() == '/' ||

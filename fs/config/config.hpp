@@ -7,6 +7,7 @@
 // in its part's Options + one row in the table.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -79,6 +80,15 @@ struct Config {
   // The job's Python processes may report their loaders' orders to this
   // daemon (docs/report.md); reported orders take over from the settings.
   bool report = true;
+
+  // --- the writable area (docs/fuse.md, "Writing through the mount") ---
+  // writes_dir names it (a directory of the mount's root; "" = none, the
+  // mount is read-only); writes_local and writes_persist, both required with
+  // it, may use {rank}, {host} and environment variables like local_dir.
+  WriteAreaOptions writes;
+  // A stopping daemon waits for the drain while it makes progress, at most
+  // this long without any.
+  std::chrono::milliseconds writes_stall{60000};
 
   // --- logging ---
   LogLevel log_level = LogLevel::kInfo;  // error, warn, info or debug

@@ -31,7 +31,8 @@ std::string MountOptions(const FuseOptions& c) {
   for (char& ch : fsname) {
     if (ch == ',' || ch == '\\') ch = '_';  // option separators
   }
-  std::string o = "ro,default_permissions,auto_unmount,subtype=clairfs,fsname=" + fsname;
+  std::string o = std::string(c.writable ? "rw" : "ro") +
+                  ",default_permissions,auto_unmount,subtype=clairfs,fsname=" + fsname;
   if (c.allow_other) o += ",allow_other";
   return o;
 }

@@ -30,6 +30,7 @@ struct FuseOptions {
   std::string mount;         // where to mount (required; created if missing, must be empty)
   std::string dataset;       // shown as the mount's source (fsname); the caller sets it
   bool allow_other = false;  // let other users in (non-root needs user_allow_other)
+  bool writable = false;     // mounted rw (a writable area); the caller sets it
   // Threads reading /dev/fuse; each answers at once what needs no wait
   // (lookups, attributes, listings, ioctls, READs of bytes in RAM).
   uint32_t fuse_threads = 1;

@@ -68,26 +68,34 @@ void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   } else if (r.status().IsNotFound()) {
     fuse_entry_param e;  // ino 0: a negative entry the kernel may keep
     std::memset(&e, 0, sizeof e);
-    e.entry_timeout = s.options.negative_timeout;
+    e.entry_timeout = s.vfs->InArea(parent) ? 0 : s.options.negative_timeout;
     fuse_reply_entry(req, &e);
   } else {
     fuse_reply_err(req, r.status().err());
   }
 }
 
-void Forget(fuse_req_t req, fuse_ino_t, uint64_t) { fuse_reply_none(req); }
-void ForgetMulti(fuse_req_t req, size_t, fuse_forget_data*) { fuse_reply_none(req); }
+void Forget(fuse_req_t req, fuse_ino_t ino, uint64_t n) {
+  S(req).vfs->Forget(ino, n);
+  fuse_reply_none(req);
+}
+void ForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
+  for (size_t i = 0; i < count; ++i) S(req).vfs->Forget(forgets[i].ino, forgets[i].nlookup);
+  fuse_reply_none(req);
+}
 
-void GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
-  const Session& s = S(req);
-  auto r = s.vfs->GetAttr(ino);
+void ReplyAttr(fuse_req_t req, const Result<Attr>& r) {
   if (!r.ok()) {
     fuse_reply_err(req, r.status().err());
     return;
   }
   struct stat st;
   FillStat(*r, &st);
-  fuse_reply_attr(req, &st, r->cacheable ? s.options.attr_timeout : 0);
+  fuse_reply_attr(req, &st, r->cacheable ? S(req).options.attr_timeout : 0);
+}
+
+void GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+  ReplyAttr(req, S(req).vfs->GetAttr(ino));
 }
 
 void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
@@ -102,6 +110,17 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     fuse_reply_open(req, fi);
   }
 }
+
+void ReplyEntry(fuse_req_t req, const Result<Attr>& r) {
+  if (!r.ok()) {
+    fuse_reply_err(req, r.status().err());
+    return;
+  }
+  fuse_entry_param e = Entry(S(req), *r);
+  fuse_reply_entry(req, &e);
+}
+
+void ReplyStatus(fuse_req_t req, const Status& st) { fuse_reply_err(req, st.ok() ? 0 : st.err()); }
 
 void ReplyRead(fuse_req_t req, const Result<ReadData>& r) {
   if (!r.ok()) {
@@ -133,8 +152,8 @@ void OpenDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   } else if (r->decline) {
     fuse_reply_err(req, ENOSYS);
   } else {
-    fi->cache_readdir = 1;
-    fi->keep_cache = 1;
+    fi->cache_readdir = r->cache_listing;
+    fi->keep_cache = r->keep_cache;
     fuse_reply_open(req, fi);
   }
 }
@@ -144,7 +163,8 @@ void ReadDirCommon(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool 
   std::vector<char> buf(size);
   size_t used = 0;
   Status st = s.vfs->ReadDir(
-      ino, static_cast<uint64_t>(off), [&](std::string_view name, const Attr& a, uint64_t next) {
+      ino, static_cast<uint64_t>(off),
+      [&](std::string_view name, const Attr& a, uint64_t next) {
         const std::string n(name);
         size_t need;
         if (plus) {
@@ -160,7 +180,8 @@ void ReadDirCommon(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool 
         if (need > size - used) return false;
         used += need;
         return true;
-      });
+      },
+      plus);
   if (!st.ok()) {
     fuse_reply_err(req, st.err());
   } else {
@@ -182,9 +203,12 @@ void StatFs(fuse_req_t req, fuse_ino_t) {
   std::memset(&sv, 0, sizeof sv);
   sv.f_bsize = sv.f_frsize = f.block_size;
   sv.f_blocks = f.blocks;
+  sv.f_bfree = f.blocks_free;
+  sv.f_bavail = f.blocks_available;
   sv.f_files = f.files;
+  sv.f_ffree = f.files_free;
   sv.f_namemax = f.name_max;
-  sv.f_flag = ST_RDONLY;
+  sv.f_flag = f.read_only ? ST_RDONLY : 0;
   fuse_reply_statfs(req, &sv);
 }
 
@@ -198,34 +222,93 @@ void ListXattr(fuse_req_t req, fuse_ino_t, size_t size) {
 }
 void ReadLink(fuse_req_t req, fuse_ino_t) { fuse_reply_err(req, EINVAL); }
 
-// Every call that would change the dataset.
-void RoSetAttr(fuse_req_t req, fuse_ino_t, struct stat*, int, fuse_file_info*) {
-  fuse_reply_err(req, EROFS);
+// Changes: the writable area's; the dataset is read-only (Vfs says EROFS).
+void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info*) {
+  AttrChange c;
+  c.mode = (to_set & FUSE_SET_ATTR_MODE) != 0;
+  c.new_mode = attr->st_mode;
+  c.size = (to_set & FUSE_SET_ATTR_SIZE) != 0;
+  c.new_size = static_cast<uint64_t>(attr->st_size);
+  c.uid = (to_set & FUSE_SET_ATTR_UID) != 0;
+  c.new_uid = attr->st_uid;
+  c.gid = (to_set & FUSE_SET_ATTR_GID) != 0;
+  c.new_gid = attr->st_gid;
+  c.mtime = (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)) != 0;
+  timespec t = attr->st_mtim;
+  if (to_set & FUSE_SET_ATTR_MTIME_NOW) clock_gettime(CLOCK_REALTIME, &t);
+  c.new_mtime_ns = int64_t{t.tv_sec} * 1000000000 + t.tv_nsec;
+  ReplyAttr(req, S(req).vfs->SetAttr(ino, c));
 }
-void RoMknod(fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) { fuse_reply_err(req, EROFS); }
-void RoMkdir(fuse_req_t req, fuse_ino_t, const char*, mode_t) { fuse_reply_err(req, EROFS); }
-void RoUnlink(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
-void RoSymlink(fuse_req_t req, const char*, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
-void RoRename(fuse_req_t req, fuse_ino_t, const char*, fuse_ino_t, const char*, unsigned) {
-  fuse_reply_err(req, EROFS);
+void Mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t) {
+  if (!S_ISREG(mode)) {
+    ReplyStatus(req, S(req).vfs->Unsupported(parent, EPERM));
+    return;
+  }
+  ReplyEntry(req, S(req).vfs->Create(parent, name, mode));
 }
-void RoLink(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
-void RoWrite(fuse_req_t req, fuse_ino_t, const char*, size_t, off_t, fuse_file_info*) {
-  fuse_reply_err(req, EROFS);
+void Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
+  ReplyEntry(req, S(req).vfs->Mkdir(parent, name, mode));
 }
-void RoCreate(fuse_req_t req, fuse_ino_t, const char*, mode_t, fuse_file_info*) {
-  fuse_reply_err(req, EROFS);
+void Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  ReplyStatus(req, S(req).vfs->Unlink(parent, name));
 }
-void RoSetXattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) {
-  fuse_reply_err(req, EROFS);
+void Rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  ReplyStatus(req, S(req).vfs->Rmdir(parent, name));
 }
-void RoRemoveXattr(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
-void RoFallocate(fuse_req_t req, fuse_ino_t, int, off_t, off_t, fuse_file_info*) {
-  fuse_reply_err(req, EROFS);
+void Symlink(fuse_req_t req, const char*, fuse_ino_t parent, const char*) {
+  ReplyStatus(req, S(req).vfs->Unsupported(parent, EPERM));
 }
-void RoCopyFileRange(fuse_req_t req, fuse_ino_t, off_t, fuse_file_info*, fuse_ino_t, off_t,
-                     fuse_file_info*, size_t, int) {
-  fuse_reply_err(req, EROFS);
+void Rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t new_parent,
+            const char* new_name, unsigned flags) {
+  ReplyStatus(req, S(req).vfs->Rename(parent, name, new_parent, new_name, flags));
+}
+void Link(fuse_req_t req, fuse_ino_t, fuse_ino_t new_parent, const char*) {
+  ReplyStatus(req, S(req).vfs->Unsupported(new_parent, EPERM));
+}
+void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,
+           fuse_file_info*) {
+  auto r = S(req).vfs->Write(ino, static_cast<uint64_t>(off), buf, size);
+  if (r.ok()) {
+    fuse_reply_write(req, *r);
+  } else {
+    fuse_reply_err(req, r.status().err());
+  }
+}
+void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
+  const Session& s = S(req);
+  auto r = s.vfs->Create(parent, name, mode);
+  if (!r.ok()) {
+    fuse_reply_err(req, r.status().err());
+    return;
+  }
+  fuse_entry_param e = Entry(s, *r);
+  fi->keep_cache = 0;
+  fi->direct_io = 0;
+  fuse_reply_create(req, &e, fi);
+}
+// fsync waits for the drain to the shared file system: a pool thread's work,
+// so that the threads reading /dev/fuse go on answering.
+void FsyncCommon(fuse_req_t req, fuse_ino_t ino) {
+  const Session& s = S(req);
+  Vfs* vfs = s.vfs;
+  auto answer = [req, vfs, ino] { ReplyStatus(req, vfs->Fsync(ino)); };
+  if (s.waiting_reads == nullptr || !s.waiting_reads->TrySubmit(answer)) answer();
+}
+void Fsync(fuse_req_t req, fuse_ino_t ino, int, fuse_file_info*) { FsyncCommon(req, ino); }
+void FsyncDir(fuse_req_t req, fuse_ino_t ino, int, fuse_file_info*) { FsyncCommon(req, ino); }
+void SetXattr(fuse_req_t req, fuse_ino_t ino, const char*, const char*, size_t, int) {
+  ReplyStatus(req, S(req).vfs->Unsupported(ino, ENOTSUP));
+}
+void RemoveXattr(fuse_req_t req, fuse_ino_t ino, const char*) {
+  ReplyStatus(req, S(req).vfs->Unsupported(ino, ENOTSUP));
+}
+void Fallocate(fuse_req_t req, fuse_ino_t ino, int, off_t, off_t, fuse_file_info*) {
+  ReplyStatus(req, S(req).vfs->Unsupported(ino, EOPNOTSUPP));
+}
+// Into the area: EOPNOTSUPP, and the kernel copies through READ and WRITE.
+void CopyFileRange(fuse_req_t req, fuse_ino_t, off_t, fuse_file_info*, fuse_ino_t ino_out, off_t,
+                   fuse_file_info*, size_t, int) {
+  ReplyStatus(req, S(req).vfs->Unsupported(ino_out, EOPNOTSUPP));
 }
 
 }  // namespace
@@ -238,31 +321,33 @@ fuse_lowlevel_ops MakeOps() {
   ops.forget = Forget;
   ops.forget_multi = ForgetMulti;
   ops.getattr = GetAttr;
-  ops.setattr = RoSetAttr;
+  ops.setattr = SetAttr;
   ops.readlink = ReadLink;
-  ops.mknod = RoMknod;
-  ops.mkdir = RoMkdir;
-  ops.unlink = RoUnlink;
-  ops.rmdir = RoUnlink;
-  ops.symlink = RoSymlink;
-  ops.rename = RoRename;
-  ops.link = RoLink;
+  ops.mknod = Mknod;
+  ops.mkdir = Mkdir;
+  ops.unlink = Unlink;
+  ops.rmdir = Rmdir;
+  ops.symlink = Symlink;
+  ops.rename = Rename;
+  ops.link = Link;
   ops.open = Open;
   ops.read = Read;
-  ops.write = RoWrite;
+  ops.write = Write;
   ops.release = Release;
   ops.opendir = OpenDir;
   ops.readdir = ReadDir;
   ops.readdirplus = ReadDirPlus;
   ops.releasedir = ReleaseDir;
+  ops.fsync = Fsync;
+  ops.fsyncdir = FsyncDir;
   ops.statfs = StatFs;
-  ops.setxattr = RoSetXattr;
+  ops.setxattr = SetXattr;
   ops.getxattr = GetXattr;
   ops.listxattr = ListXattr;
-  ops.removexattr = RoRemoveXattr;
-  ops.create = RoCreate;
-  ops.fallocate = RoFallocate;
-  ops.copy_file_range = RoCopyFileRange;
+  ops.removexattr = RemoveXattr;
+  ops.create = Create;
+  ops.fallocate = Fallocate;
+  ops.copy_file_range = CopyFileRange;
   return ops;
 }
 

@@ -26,10 +26,12 @@ struct Session {
 };
 
 // Every handler unpacks its arguments, makes one Vfs call and ends in exactly
-// one fuse_reply_*; writes of any kind are EROFS. Every request is answered by
+// one fuse_reply_*; changes are the Vfs's to refuse (EROFS outside the
+// writable area). Every request is answered by
 // the thread that read it from /dev/fuse, except a READ whose bytes are not in
-// RAM yet: that one is answered by a thread of `waiting_reads` (or by the
-// reading thread when that pool's queue is full).
+// RAM yet, and an fsync (it waits for the writable area's drain): those are
+// answered by a thread of `waiting_reads` (or by the reading thread when that
+// pool's queue is full).
 fuse_lowlevel_ops MakeOps();
 
 }  // namespace clairfs::fs

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 
 #include "fs/vfs/inode.hpp"
 
@@ -23,6 +24,7 @@ Vfs::Vfs(std::shared_ptr<const format::Manifest> manifest, PayloadSource* source
       cache_(cache),
       options_(std::move(options)),
       decline_open_(options_.decline_open),
+      writes_(options_.writes),
       reader_(manifest_, source, cache, stats),
       control_(
           InodeOfNode(manifest_->node_count()),
@@ -49,11 +51,17 @@ Vfs::Vfs(std::shared_ptr<const format::Manifest> manifest, PayloadSource* source
   }
 }
 
+uint64_t Vfs::FirstFreeIno(const format::Manifest& manifest) {
+  return InodeOfNode(manifest.node_count()) + ControlFiles::kCount;
+}
+
 Attr Vfs::NodeAttr(uint32_t node) const {
   const format::NodeRecord& r = manifest_->node(node);
   Attr a;
   a.ino = InodeOfNode(node);
-  a.mode = r.mode;
+  // On a writable mount the kernel asks the modes, not the mount's ro flag:
+  // the dataset's have no write bits.
+  a.mode = writes_ != nullptr ? r.mode & ~0222u : r.mode;
   a.uid = options_.uid;
   a.gid = options_.gid;
   a.mtime_ns = r.mtime_ns;
@@ -90,6 +98,10 @@ Result<Attr> Vfs::Lookup(uint64_t parent, std::string_view name) {
   if (parent == root_ino() && name == ControlFiles::kDirName) {
     return ControlAttr(ControlFiles::kDir, false);
   }
+  if (parent == root_ino() && writes_ != nullptr && name == writes_->name()) {
+    return writes_->RootEntry();
+  }
+  if (InArea(parent)) return writes_->Lookup(parent, name);
   if (parent == control_.ino(ControlFiles::kDir)) {
     ControlFiles::Index i = control_.FileNamed(name);
     if (i == ControlFiles::kCount) return Status::NotFound(std::string(name));
@@ -106,6 +118,7 @@ Result<Attr> Vfs::Lookup(uint64_t parent, std::string_view name) {
 
 Result<Attr> Vfs::GetAttr(uint64_t ino) {
   Stats::Add(stats_->getattrs, 1);
+  if (InArea(ino)) return writes_->GetAttr(ino);
   if (control_.Owns(ino)) {
     if (!control_.Present(control_.IndexOf(ino))) return NoEntry(ino);
     return ControlAttr(control_.IndexOf(ino), false);
@@ -115,6 +128,14 @@ Result<Attr> Vfs::GetAttr(uint64_t ino) {
 }
 
 Result<OpenReply> Vfs::OpenDir(uint64_t ino) {
+  if (InArea(ino)) {
+    CLAIRFS_RETURN_IF_ERROR(writes_->CheckOpen(ino, /*dir=*/true));
+    OpenReply reply;
+    reply.decline = options_.decline_opendir;
+    reply.keep_cache = false;
+    reply.cache_listing = false;
+    return reply;
+  }
   CLAIRFS_RETURN_IF_ERROR(CheckDir(ino));
   Stats::Add(stats_->opendirs, 1);
   OpenReply reply;
@@ -156,16 +177,18 @@ Status Vfs::ReadControlDir(uint64_t offset, const DirEmit& emit) {
   return Status::Ok();
 }
 
-Status Vfs::ReadDir(uint64_t ino, uint64_t offset, const DirEmit& emit) {
+Status Vfs::ReadDir(uint64_t ino, uint64_t offset, const DirEmit& emit, bool plus) {
   Stats::Add(stats_->readdirs, 1);
   if (ino == control_.ino(ControlFiles::kDir)) return ReadControlDir(offset, emit);
+  if (InArea(ino)) return writes_->ReadDir(ino, offset, plus, emit);
   CLAIRFS_RETURN_IF_ERROR(CheckDir(ino));
   const uint32_t dir = NodeOfInode(ino);
   const uint64_t count = uint64_t{manifest_->ChildCount(dir)} + 2;
+
   const uint32_t first = manifest_->FirstChild(dir);
   uint32_t listed_first = UINT32_MAX, listed_end = 0;
+  bool more = true;
   for (uint64_t i = offset; i < count; ++i) {
-    bool more;
     if (i == 0) {
       more = emit(".", NodeAttr(dir), i + 1);
     } else if (i == 1) {
@@ -180,6 +203,11 @@ Status Vfs::ReadDir(uint64_t ino, uint64_t offset, const DirEmit& emit) {
     }
     if (!more) break;
   }
+  // The area is the root's last entry.
+  if (more && ino == root_ino() && writes_ != nullptr && offset <= count) {
+    const Attr area = writes_->GetAttr(writes_->root_ino()).value();
+    emit(writes_->name(), area, count + 1);  // the root is never forgotten: no count
+  }
   if (options_.open_observer != nullptr && listed_first < listed_end) {
     options_.open_observer->OnListed(listed_first, listed_end);
   }
@@ -188,6 +216,13 @@ Status Vfs::ReadDir(uint64_t ino, uint64_t offset, const DirEmit& emit) {
 
 Result<OpenReply> Vfs::Open(uint64_t ino, int flags) {
   Stats::Add(stats_->opens, 1);
+  if (InArea(ino)) {
+    CLAIRFS_RETURN_IF_ERROR(writes_->CheckOpen(ino, /*dir=*/false));
+    OpenReply reply;
+    reply.keep_cache = false;
+    reply.decline = decline_open_.load(std::memory_order_relaxed);
+    return reply;
+  }
   if ((flags & O_ACCMODE) != O_RDONLY) return Status::IOError("read-only", EROFS);
   if (control_.Owns(ino)) {
     if (control_.IndexOf(ino) == ControlFiles::kDir) return Status::IOError("dir", EISDIR);
@@ -211,6 +246,7 @@ Result<OpenReply> Vfs::Open(uint64_t ino, int flags) {
 }
 
 std::optional<Result<ReadData>> Vfs::ReadIfReady(uint64_t ino, uint64_t offset, size_t size) {
+  if (InArea(ino)) return std::nullopt;  // a disk read: the pool's
   if (control_.Owns(ino) || !IsNode(ino) || manifest_->IsDirectory(NodeOfInode(ino))) {
     return Read(ino, offset, size);
   }
@@ -222,6 +258,18 @@ std::optional<Result<ReadData>> Vfs::ReadIfReady(uint64_t ino, uint64_t offset, 
 }
 
 Result<ReadData> Vfs::Read(uint64_t ino, uint64_t offset, size_t size) {
+  if (InArea(ino)) {
+    auto bytes = writes_->Read(ino, offset, size);
+    if (!bytes.ok()) return bytes.status();
+    ReadData out;
+    if (!bytes->empty()) {
+      auto block = std::make_shared<Block>(bytes->size());
+      std::memcpy(block->data.get(), bytes->data(), bytes->size());
+      out.slices.push_back({block, block->data.get(), bytes->size()});
+      out.total = bytes->size();
+    }
+    return out;
+  }
   if (control_.Owns(ino)) {
     const ControlFiles::Index i = control_.IndexOf(ino);
     if (i == ControlFiles::kDir) return Status::IOError("is a directory", EISDIR);
@@ -265,7 +313,71 @@ void Vfs::CountAnswered(const ReadData& data) {
   }
 }
 
+void Vfs::Forget(uint64_t ino, uint64_t count) {
+  if (InArea(ino)) writes_->Forget(ino, count);
+}
+
+namespace {
+Status ReadOnly() { return Status::IOError("the dataset is read-only", EROFS); }
+}  // namespace
+
+Result<Attr> Vfs::SetAttr(uint64_t ino, const AttrChange& change) {
+  if (InArea(ino)) return writes_->SetAttr(ino, change);
+  return ReadOnly();
+}
+
+Result<Attr> Vfs::Mkdir(uint64_t parent, std::string_view name, uint32_t mode) {
+  if (InArea(parent)) return writes_->Mkdir(parent, name, mode);
+  return ReadOnly();
+}
+
+Result<Attr> Vfs::Create(uint64_t parent, std::string_view name, uint32_t mode) {
+  if (InArea(parent)) return writes_->Create(parent, name, mode);
+  return ReadOnly();
+}
+
+Status Vfs::Unlink(uint64_t parent, std::string_view name) {
+  if (InArea(parent)) return writes_->Unlink(parent, name);
+  return ReadOnly();
+}
+
+Status Vfs::Rmdir(uint64_t parent, std::string_view name) {
+  if (InArea(parent)) return writes_->Rmdir(parent, name);
+  return ReadOnly();
+}
+
+Status Vfs::Rename(uint64_t parent, std::string_view name, uint64_t new_parent,
+                   std::string_view new_name, unsigned flags) {
+  if (InArea(parent) && InArea(new_parent)) {
+    return writes_->Rename(parent, name, new_parent, new_name, flags);
+  }
+  if (InArea(parent) || InArea(new_parent)) {
+    return Status::IOError("between the dataset and the writable area", EXDEV);
+  }
+  return ReadOnly();
+}
+
+Result<size_t> Vfs::Write(uint64_t ino, uint64_t offset, const char* data, size_t size) {
+  if (InArea(ino)) return writes_->Write(ino, offset, data, size);
+  return ReadOnly();
+}
+
+Status Vfs::Fsync(uint64_t ino) {
+  if (InArea(ino)) return writes_->Fsync(ino);
+  return Status::Ok();  // nothing of the dataset is ever unwritten
+}
+
+Status Vfs::Unsupported(uint64_t ino, int area_err) const {
+  if (InArea(ino)) return Status::IOError("not supported in the writable area", area_err);
+  return ReadOnly();
+}
+
 FsStat Vfs::StatFs() const {
+  if (writes_ != nullptr) {
+    FsStat s = writes_->StatFs();
+    s.files += manifest_->node_count();
+    return s;
+  }
   FsStat s;
   s.blocks = (manifest_->header().raw_bytes + s.block_size - 1) / s.block_size;
   s.files = manifest_->node_count();

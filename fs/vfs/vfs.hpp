@@ -1,9 +1,11 @@
-// Vfs: the read-only file system without FUSE. The namespace comes from the
-// manifest (inode = node index + 1, the root is 1), file bytes from a
-// FileReader, and the control files under /.clairfs (inodes after the
-// manifest's). Every call returns a value or a Status whose err() is the errno
-// for the kernel: ENOENT, ENOTDIR, EISDIR, EROFS, EIO. It counts the requests
-// that reach it and, by source, the READs it answered with bytes (Stats).
+// Vfs: the file system without FUSE: the read-only dataset, and beside it
+// the writable area when one is configured (VfsOptions::writes). The
+// namespace comes from the manifest (inode = node index + 1, the root is 1),
+// file bytes from a FileReader, the control files under /.clairfs (inodes
+// after the manifest's), and the area's inodes after those. Every call
+// returns a value or a Status whose err() is the errno for the kernel:
+// ENOENT, ENOTDIR, EISDIR, EROFS, EIO. It counts the requests that reach it
+// and, by source, the READs it answered with bytes (Stats).
 //
 // Thread-safe: the manifest is immutable and the parts it calls are
 // thread-safe. The FUSE adapter (fs/fuse) is a thin shell over this class.
@@ -21,39 +23,14 @@
 #include "fs/cache/ram_cache.hpp"
 #include "fs/stats/stats.hpp"
 #include "fs/store/payload_source.hpp"
+#include "fs/vfs/attr.hpp"
 #include "fs/vfs/control_files.hpp"
 #include "fs/vfs/file_reader.hpp"
 #include "fs/vfs/open_observer.hpp"
+#include "fs/vfs/write_area.hpp"
 #include "partitioner/format/manifest.hpp"
 
 namespace clairfs::fs {
-
-struct Attr {
-  uint64_t ino = 0;
-  uint32_t mode = 0;  // with the type bits
-  uint32_t nlink = 1;
-  uint32_t uid = 0, gid = 0;
-  uint64_t size = 0;
-  int64_t mtime_ns = 0;   // also reported as atime and ctime
-  bool cacheable = true;  // false: the kernel must not cache name or attributes
-};
-
-struct OpenReply {
-  bool direct_io = false;  // bypass the page cache (control files)
-  bool keep_cache = true;  // keep pages cached across opens (dataset files)
-  // Answer ENOSYS: the kernel then opens every file (or directory) of the
-  // mount by itself, with keep_cache, and never sends OPEN (OPENDIR) again.
-  bool decline = false;
-};
-
-struct FsStat {
-  uint64_t block_size = 4096, blocks = 0, files = 0;
-  uint32_t name_max = 255;
-};
-
-// One directory entry for ReadDir's callback; return false when the reply
-// buffer is full (the entry is then offered again on the next call).
-using DirEmit = std::function<bool(std::string_view name, const Attr& attr, uint64_t next_off)>;
 
 struct VfsOptions {
   uint32_t uid = 0, gid = 0;  // owner reported for every inode
@@ -77,6 +54,9 @@ struct VfsOptions {
   // daemon answers are seen: set decline_open false when it matters, or have
   // an OpenWatcher report them and call DeclineOpens once it runs.
   OpenObserver* open_observer = nullptr;
+  // The writable area, a directory of the mount's root (not owned; null =
+  // none: the mount is read-only). Its name must not be the dataset's.
+  WriteArea* writes = nullptr;
 };
 
 class Vfs {
@@ -89,9 +69,28 @@ class Vfs {
   // Directories only; ENOTDIR otherwise.
   Result<OpenReply> OpenDir(uint64_t ino);
   // Entries after `offset` (0 = from the start: ".", "..", then the children).
-  Status ReadDir(uint64_t ino, uint64_t offset, const DirEmit& emit);
-  // Files only: EISDIR for a directory, EROFS for any access mode but O_RDONLY.
+  // `plus`: each entry emitted counts as a lookup of it (READDIRPLUS).
+  Status ReadDir(uint64_t ino, uint64_t offset, const DirEmit& emit, bool plus = false);
+  // Files only: EISDIR for a directory; a dataset file: EROFS for any access
+  // mode but O_RDONLY.
   Result<OpenReply> Open(uint64_t ino, int flags);
+  // The kernel forgets `count` lookups of `ino` (only the area's inodes care).
+  void Forget(uint64_t ino, uint64_t count);
+
+  // Changes: the writable area's (WriteArea); anywhere else EROFS (EXDEV for
+  // a rename between the dataset and the area).
+  Result<Attr> SetAttr(uint64_t ino, const AttrChange& change);
+  Result<Attr> Mkdir(uint64_t parent, std::string_view name, uint32_t mode);
+  Result<Attr> Create(uint64_t parent, std::string_view name, uint32_t mode);
+  Status Unlink(uint64_t parent, std::string_view name);
+  Status Rmdir(uint64_t parent, std::string_view name);
+  Status Rename(uint64_t parent, std::string_view name, uint64_t new_parent,
+                std::string_view new_name, unsigned flags);
+  Result<size_t> Write(uint64_t ino, uint64_t offset, const char* data, size_t size);
+  Status Fsync(uint64_t ino);
+  // What a call the area does not support answers under `ino` (symlink,
+  // link, xattrs, fallocate): EPERM or `area_err` in the area, EROFS elsewhere.
+  Status Unsupported(uint64_t ino, int area_err) const;
   Result<ReadData> Read(uint64_t ino, uint64_t offset, size_t size);
   // Read's answer when it needs no wait: errors, control files, and dataset
   // bytes already in the RAM cache. Nothing when a block must be loaded (from
@@ -100,6 +99,11 @@ class Vfs {
   FsStat StatFs() const;
 
   uint64_t root_ino() const { return 1; }
+  // Whether `ino` is the writable area's (whose names the kernel must not cache).
+  bool InArea(uint64_t ino) const { return writes_ != nullptr && writes_->Owns(ino); }
+  // The first inode number after the dataset's and the control files': the
+  // writable area's root.
+  static uint64_t FirstFreeIno(const format::Manifest& manifest);
   const format::Manifest& manifest() const { return *manifest_; }
   const ControlFiles& control() const { return control_; }
   Stats* stats() const { return stats_; }
@@ -121,6 +125,7 @@ class Vfs {
   RamCache* const cache_;
   VfsOptions options_;  // open_observer set once before serving, then read-only
   std::atomic<bool> decline_open_;
+  WriteArea* const writes_;  // not owned; null: read-only
   FileReader reader_;
   ControlFiles control_;
   std::vector<uint32_t> subdirs_;  // per node: child directories (for nlink)

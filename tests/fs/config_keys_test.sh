@@ -5,7 +5,8 @@
 # with), the daemon's threads by name, its /dev/fuse descriptors, the mount's
 # options and read-ahead, its log, its timing against a stopped peer. A key
 # listed by `clairfsd --help` with no probe here fails the test, so a new key
-# comes with its proof. (pack_readahead has a test of its own: named below.)
+# comes with its proof. (pack_readahead and the writes_ keys have tests of
+# their own: named below.)
 source "$(dirname "$0")/fuse_lib.sh"
 MPIEXEC=$(command -v mpiexec.mpich || command -v mpiexec) || skip "no mpiexec"
 "$PY" -c 'import numpy' 2>/dev/null || skip "$PY cannot import numpy (make_imagefolder.py)"
@@ -281,6 +282,10 @@ ok frames_ahead "a 64-frame file read in order: ${hints[4]} read-ahead hints wit
 
 # pack_readahead: tests/fs/fuse_pack_readahead_test.sh (drop_caches, fincore).
 grep -q -- "--pack-readahead" "$SRC_DIR/tests/fs/fuse_pack_readahead_test.sh" && probed+=(pack_readahead)
+# The writable area's keys: tests/fs/fuse_writes_test.sh ("ok   writes_...").
+for k in writes_dir writes_local writes_persist writes_settle_ms writes_stall_ms; do
+  grep -q -- "--${k//_/-}" "$SRC_DIR/tests/fs/fuse_writes_test.sh" && probed+=("$k")
+done
 
 # Every key of `clairfsd --help` (not the sampler's own options) has a probe.
 mapfile -t keys < <("$BIN/clairfsd" --help | sed -n 's/^  --\([a-z][a-z-]*\) .*/\1/p' | tr - _ | sort -u)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # stats.json is what docs/fuse.md says it is: a 2-rank job with staging, a
-# sampler and inotify writes a document that parses, every field it writes
+# sampler, inotify and a writable area writes a document that parses, every field it writes
 # is documented there, and every documented field is written (except those
 # whose row says "Only when..." a setting this job lacks).
 set -uo pipefail
@@ -13,7 +13,8 @@ $PY "$CLAIRFS_SRC/scripts/make_imagefolder.py" "$T/data" --classes 3 --per-class
 "$MPIEXEC" -n 2 "$BIN/clairfsd" --dataset "$T/packed" --mount "$T/mnt{rank}" --local-dir "$T/ssd{rank}" \
   --prefetch-sampler torch-distributed --prefetch-root train --prefetch-seed 0 \
   --prefetch-epochs 1 --prefetch-world-size 2 --prefetch-ranks-per-node 1 \
-  --prefetch-batch-size 4 --prefetch-workers 1 >"$T/daemons.log" 2>&1 &
+  --prefetch-batch-size 4 --prefetch-workers 1 \
+  --writes-dir outputs --writes-local "$T/wl{rank}" --writes-persist "$T/wp" >"$T/daemons.log" 2>&1 &
 launcher=$!
 "$BIN/clairfs-wait" "$T/mnt0" "$T/mnt1" --timeout 60 --quiet || { echo "FAIL: mounts"; cat "$T/daemons.log"; exit 1; }
 # The watches come up just after the mount; opens of every file then fill
@@ -24,7 +25,7 @@ for i in $(seq 1 100); do
   sleep 0.1
 done
 for r in 0 1; do
-  diff -r "$T/data" "$T/mnt$r" >/dev/null || { echo "FAIL: mount $r differs from the source"; exit 1; }
+  diff -r --exclude outputs "$T/data" "$T/mnt$r" >/dev/null || { echo "FAIL: mount $r differs from the source"; exit 1; }
   cp "$T/mnt$r/.clairfs/stats.json" "$T/stats$r.json"
 done
 $PY - "$CLAIRFS_SRC/docs/fuse.md" "$T"/stats?.json <<'PY' || exit 1

@@ -1,0 +1,766 @@
+#include "fs/vfs/write_area.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <vector>
+
+#include "base/log.hpp"
+
+namespace clairfs::fs {
+
+namespace {
+
+constexpr std::string_view kDrainPrefix = ".clairfs-drain.";
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t MtimeNs(const struct stat& st) {
+  return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+Status CheckName(std::string_view name) {
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string_view::npos) {
+    return Status::IOError("invalid name", EINVAL);
+  }
+  if (name.size() > 255) return Status::IOError("name too long", ENAMETOOLONG);
+  if (name.substr(0, kDrainPrefix.size()) == kDrainPrefix) {
+    return Status::IOError(
+        std::string(name) + ": names starting " + std::string(kDrainPrefix) + " are the drain's",
+        EPERM);
+  }
+  return Status::Ok();
+}
+
+std::vector<std::string> ListDir(int fd) {
+  std::vector<std::string> names;
+  DIR* d = ::fdopendir(::dup(fd));
+  if (d == nullptr) return names;
+  while (dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace
+
+WriteArea::WriteArea(WriteAreaOptions options, uint64_t first_ino)
+    : options_(std::move(options)), first_ino_(first_ino), next_ino_(first_ino) {}
+
+WriteArea::~WriteArea() {
+  {
+    MutexLock lock(&mu_);
+    stopping_ = true;
+    abandon_ = true;
+    changed_.NotifyAll();
+  }
+  if (drain_.joinable()) drain_.join();
+}
+
+Result<std::unique_ptr<WriteArea>> WriteArea::Open(WriteAreaOptions options, uint64_t first_ino) {
+  std::unique_ptr<WriteArea> area(new WriteArea(std::move(options), first_ino));
+  CLAIRFS_RETURN_IF_ERROR(area->Load());
+  return area;
+}
+
+Status WriteArea::Load() {
+  for (const std::string* dir : {&options_.local, &options_.persist}) {
+    std::error_code ec;
+    std::filesystem::create_directories(*dir, ec);
+    if (ec) return Status::IOError("writes: cannot make " + *dir + ": " + ec.message(), EIO);
+  }
+  const auto open_dir = [](const std::string& path, Fd* out) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return Status::FromErrno(errno, "writes: open " + path);
+    *out = Fd(fd);
+    return Status::Ok();
+  };
+  CLAIRFS_RETURN_IF_ERROR(open_dir(options_.local, &local_));
+  CLAIRFS_RETURN_IF_ERROR(open_dir(options_.persist, &persist_));
+  auto lock = OpenBeneath(local_.get(), ".lock", O_CREAT | O_RDWR, 0600);
+  if (!lock.ok()) return lock.status();
+  lock_ = std::move(lock).value();
+  if (::flock(lock_.get(), LOCK_EX | LOCK_NB) != 0) {
+    return Status::IOError("writes: " + options_.local +
+                               " is in use by another daemon (give each its own, e.g. with {rank})",
+                           EBUSY);
+  }
+  // What the kernel could still read of unlinked files died with the last run.
+  CLAIRFS_RETURN_IF_ERROR(RemoveTreeAt(local_.get(), "trash"));
+  for (const char* sub : {"tree", "trash"}) {
+    auto fd = MakeDirsBeneath(local_.get(), sub, 0700);
+    if (!fd.ok()) return fd.status();
+    (std::string(sub) == "tree" ? tree_ : trash_) = std::move(fd).value();
+  }
+  MutexLock l(&mu_);
+  auto root = std::make_unique<Node>();
+  root->ino = next_ino_++;
+  root->mode = S_IFDIR | 0755;
+  root->mtime_ns = NowNs();
+  Node* r = root.get();
+  nodes_.emplace(r->ino, std::move(root));
+  {
+    l.Unlock();
+    Status st = ScanPersist(persist_.get(), r, "");
+    if (st.ok()) st = ScanLocal(tree_.get(), r, "");
+    l.Lock();
+    CLAIRFS_RETURN_IF_ERROR(st);
+  }
+  if (!queue_.empty()) {
+    Log(LogLevel::kInfo, "writes: " + std::to_string(recovered_files_.load()) + " file(s) in " +
+                             options_.local + " not yet in " + options_.persist +
+                             " (a run that stopped before its drain ended): drained first");
+  }
+  return Status::Ok();
+}
+
+// Scanning runs before anything else can reach the tree; it takes mu_ for
+// each change all the same.
+Status WriteArea::ScanPersist(int dir_fd, Node* dir, const std::string& rel) {
+  for (const std::string& name : ListDir(dir_fd)) {
+    if (std::string_view(name).substr(0, kDrainPrefix.size()) == kDrainPrefix) continue;
+    struct stat st;
+    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+      Log(LogLevel::kWarn, "writes: " + JoinRel(rel, name) + " in " + options_.persist +
+                               " is neither a file nor a directory: not shown");
+      continue;
+    }
+    Node* n;
+    {
+      MutexLock lock(&mu_);
+      n = AddNode(dir, name, st.st_mode);
+      n->local = false;
+      n->size = static_cast<uint64_t>(st.st_size);
+      n->mtime_ns = MtimeNs(st);
+    }
+    if (S_ISDIR(st.st_mode)) {
+      auto sub = OpenBeneath(dir_fd, name, O_RDONLY | O_DIRECTORY);
+      if (!sub.ok()) return sub.status();
+      CLAIRFS_RETURN_IF_ERROR(ScanPersist(sub->get(), n, JoinRel(rel, name)));
+    }
+  }
+  return Status::Ok();
+}
+
+Status WriteArea::ScanLocal(int dir_fd, Node* dir, const std::string& rel) {
+  for (const std::string& name : ListDir(dir_fd)) {
+    struct stat st;
+    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) continue;
+    const std::string path = JoinRel(rel, name);
+    Node* n;
+    {
+      MutexLock lock(&mu_);
+      Node* had = Child(dir, name);
+      if (had != nullptr && had->dir() != S_ISDIR(st.st_mode)) {
+        // A file where persist has a directory or the other way round: the
+        // local one is the newer.
+        Queue(Step::kUnlink, path, 0);
+        Detach(had);
+        had->unlinked = true;
+        MaybeFree(had);
+        had = nullptr;
+      }
+      n = had;
+      if (n == nullptr) {
+        n = AddNode(dir, name, st.st_mode);
+        n->mtime_ns = MtimeNs(st);
+        if (S_ISDIR(st.st_mode)) Queue(Step::kMkdir, path, n->ino);
+      }
+      if (S_ISREG(st.st_mode)) {
+        const bool same =
+            !n->local && n->size == static_cast<uint64_t>(st.st_size) && n->mtime_ns == MtimeNs(st);
+        n->local = true;
+        if (!same) {
+          Queue(Step::kPut, path, n->ino);
+          recovered_files_++;
+        }
+      }
+    }
+    if (S_ISDIR(st.st_mode)) {
+      auto sub = OpenBeneath(dir_fd, name, O_RDONLY | O_DIRECTORY);
+      if (!sub.ok()) return sub.status();
+      CLAIRFS_RETURN_IF_ERROR(ScanLocal(sub->get(), n, path));
+    }
+  }
+  return Status::Ok();
+}
+
+WriteArea::Node* WriteArea::Find(uint64_t ino) {
+  auto it = nodes_.find(ino);
+  return it == nodes_.end() ? nullptr : it->second.get();
+}
+
+Result<WriteArea::Node*> WriteArea::Dir(uint64_t ino) {
+  Node* n = Find(ino);
+  if (n == nullptr || n->unlinked) return Status::NotFound("inode " + std::to_string(ino));
+  if (!n->dir()) return Status::IOError("not a directory", ENOTDIR);
+  return n;
+}
+
+WriteArea::Node* WriteArea::Child(Node* dir, std::string_view name) {
+  auto it = dir->children.find(name);
+  return it == dir->children.end() ? nullptr : it->second;
+}
+
+WriteArea::Node* WriteArea::AddNode(Node* parent, std::string_view name, uint32_t mode) {
+  auto node = std::make_unique<Node>();
+  Node* n = node.get();
+  n->ino = next_ino_++;
+  n->mode = mode;
+  n->mtime_ns = NowNs();
+  nodes_.emplace(n->ino, std::move(node));
+  Attach(parent, name, n);
+  return n;
+}
+
+void WriteArea::Attach(Node* parent, std::string_view name, Node* n) {
+  n->parent = parent;
+  n->name = std::string(name);
+  parent->children.emplace(n->name, n);
+  parent->by_ino.emplace(n->ino, n);
+  if (n->dir()) parent->subdirs++;
+}
+
+void WriteArea::Detach(Node* n) {
+  Node* p = n->parent;
+  if (p == nullptr) return;
+  p->children.erase(n->name);
+  p->by_ino.erase(n->ino);
+  if (n->dir()) p->subdirs--;
+  n->parent = nullptr;
+}
+
+std::string WriteArea::PathOf(const Node* n) const {
+  std::vector<const std::string*> parts;
+  for (; n != nullptr && n->parent != nullptr; n = n->parent) parts.push_back(&n->name);
+  std::string out;
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
+    if (!out.empty()) out += '/';
+    out += **it;
+  }
+  return out;
+}
+
+std::pair<int, std::string> WriteArea::LocalOf(const Node* n) const {
+  if (n->unlinked) return {trash_.get(), std::to_string(n->ino)};
+  return {tree_.get(), PathOf(n)};
+}
+
+Attr WriteArea::AttrOf(const Node* n) {
+  Attr a;
+  a.ino = n->ino;
+  a.mode = n->mode;
+  a.uid = options_.uid;
+  a.gid = options_.gid;
+  a.cacheable = false;
+  a.mtime_ns = n->mtime_ns;
+  if (n->dir()) {
+    a.nlink = 2 + n->subdirs;
+    a.size = 4096;
+    return a;
+  }
+  a.nlink = n->unlinked ? 0 : 1;
+  a.size = n->size;
+  if (n->local) {
+    auto [fd, rel] = LocalOf(n);
+    struct stat st;
+    if (::fstatat(fd, rel.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      a.size = static_cast<uint64_t>(st.st_size);
+      a.mtime_ns = MtimeNs(st);
+    }
+  }
+  return a;
+}
+
+void WriteArea::Touch(Node* dir) {
+  if (dir != nullptr) dir->mtime_ns = NowNs();
+}
+
+void WriteArea::MarkWritten(Node* n) {
+  if (n->unlinked) return;
+  n->written_ns = NowNs();
+  written_.insert(n->ino);
+}
+
+uint64_t WriteArea::Queue(Step::Kind kind, std::string path, uint64_t ino, std::string to) {
+  Step s;
+  s.kind = kind;
+  s.path = std::move(path);
+  s.to = std::move(to);
+  s.ino = ino;
+  s.seq = next_seq_++;
+  s.queued_ns = NowNs();
+  queue_.push_back(std::move(s));
+  changed_.NotifyAll();
+  return next_seq_ - 1;
+}
+
+void WriteArea::QueueSettled(bool all) {
+  const int64_t now = NowNs();
+  const int64_t settle = std::chrono::nanoseconds(options_.settle).count();
+  for (auto it = written_.begin(); it != written_.end();) {
+    Node* n = Find(*it);
+    if (n == nullptr || n->unlinked) {
+      it = written_.erase(it);
+    } else if (all || now - n->written_ns >= settle) {
+      Queue(Step::kPut, PathOf(n), n->ino);
+      it = written_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+Result<Fd> WriteArea::LocalDir(Node* dir) {
+  return MakeDirsBeneath(tree_.get(), PathOf(dir), 0700);
+}
+
+Status WriteArea::CopyUp(Node* n) {
+  if (n->dir()) {
+    auto made = LocalDir(n);
+    if (!made.ok()) return made.status();
+    for (auto& [name, child] : n->children) CLAIRFS_RETURN_IF_ERROR(CopyUp(child));
+    return Status::Ok();
+  }
+  if (n->local) return Status::Ok();
+  if (n->unlinked) return Status::IOError("a removed file of an earlier run", ESTALE);
+  const std::string path = PathOf(n);
+  auto in = OpenBeneath(persist_.get(), path, O_RDONLY);
+  if (!in.ok()) return in.status();
+  auto dir = LocalDir(n->parent);
+  if (!dir.ok()) return dir.status();
+  const std::string tmp = "up." + std::to_string(n->ino);
+  auto out = OpenBeneath(trash_.get(), tmp, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+  if (!out.ok()) return out.status();
+  struct stat st;
+  if (::fstat(in->get(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
+  Status copied = CopyFileBytes(in->get(), out->get(), static_cast<uint64_t>(st.st_size));
+  const timespec times[2] = {st.st_mtim, st.st_mtim};  // equal to persist's: not drained again
+  if (copied.ok() &&
+      (::fchmod(out->get(), (n->mode & 07777) | 0600) != 0 || ::futimens(out->get(), times) != 0)) {
+    copied = Status::FromErrno(errno, "copy " + path);
+  }
+  if (copied.ok() && ::renameat(trash_.get(), tmp.c_str(), dir->get(), n->name.c_str()) != 0) {
+    copied = Status::FromErrno(errno, "copy " + path);
+  }
+  if (!copied.ok()) {
+    ::unlinkat(trash_.get(), tmp.c_str(), 0);
+    return copied;
+  }
+  n->local = true;
+  copied_up_bytes_ += static_cast<uint64_t>(st.st_size);
+  return Status::Ok();
+}
+
+Status WriteArea::Remove(Node* n) {
+  const std::string path = PathOf(n);
+  if (n->dir()) {
+    if (::unlinkat(tree_.get(), path.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
+      // Only the tree's own files can be there, and the tree says it is empty.
+      auto [dir, leaf] = SplitLast(path);
+      auto parent = OpenBeneath(tree_.get(), dir, O_RDONLY | O_DIRECTORY);
+      if (parent.ok()) CLAIRFS_RETURN_IF_ERROR(RemoveTreeAt(parent->get(), std::string(leaf)));
+    }
+  } else if (n->local) {
+    const std::string to = std::to_string(n->ino);
+    if (::renameat(tree_.get(), path.c_str(), trash_.get(), to.c_str()) != 0 && errno != ENOENT) {
+      return Status::FromErrno(errno, "remove " + path);
+    }
+  }
+  written_.erase(n->ino);
+  Touch(n->parent);
+  Detach(n);
+  n->unlinked = true;
+  MaybeFree(n);
+  return Status::Ok();
+}
+
+void WriteArea::MaybeFree(Node* n) {
+  if (!n->unlinked || n->lookups > 0) return;
+  if (!n->dir() && n->local) ::unlinkat(trash_.get(), std::to_string(n->ino).c_str(), 0);
+  written_.erase(n->ino);
+  nodes_.erase(n->ino);
+}
+
+Attr WriteArea::RootEntry() {
+  MutexLock lock(&mu_);
+  Node* root = Find(first_ino_);
+  root->lookups++;
+  return AttrOf(root);
+}
+
+Result<Attr> WriteArea::Lookup(uint64_t parent, std::string_view name) {
+  MutexLock lock(&mu_);
+  auto dir = Dir(parent);
+  if (!dir.ok()) return dir.status();
+  Node* n = Child(*dir, name);
+  if (n == nullptr) return Status::NotFound(std::string(name));
+  n->lookups++;
+  return AttrOf(n);
+}
+
+void WriteArea::Forget(uint64_t ino, uint64_t count) {
+  MutexLock lock(&mu_);
+  Node* n = Find(ino);
+  if (n == nullptr || ino == first_ino_) return;
+  n->lookups -= std::min(n->lookups, count);
+  MaybeFree(n);
+}
+
+Result<Attr> WriteArea::GetAttr(uint64_t ino) {
+  MutexLock lock(&mu_);
+  Node* n = Find(ino);
+  if (n == nullptr) return Status::NotFound("inode " + std::to_string(ino));
+  return AttrOf(n);
+}
+
+Result<Attr> WriteArea::SetAttr(uint64_t ino, const AttrChange& c) {
+  MutexLock lock(&mu_);
+  Node* n = Find(ino);
+  if (n == nullptr) return Status::NotFound("inode " + std::to_string(ino));
+  if ((c.uid && c.new_uid != options_.uid) || (c.gid && c.new_gid != options_.gid)) {
+    return Status::IOError("the area's files belong to the mounting user", EPERM);
+  }
+  if (c.size && n->dir()) return Status::IOError("is a directory", EISDIR);
+  if (c.size || (c.mtime && !n->dir())) CLAIRFS_RETURN_IF_ERROR(CopyUp(n));
+  const bool has_local = n->local || n->dir();
+  Fd fd;
+  if (has_local && !(n->dir() && !c.mode && !c.mtime)) {
+    auto [base, rel] = LocalOf(n);
+    if (n->dir()) CLAIRFS_RETURN_IF_ERROR(LocalDir(n).status());
+    auto f = OpenBeneath(base, rel, n->dir() ? (O_RDONLY | O_DIRECTORY) : O_WRONLY);
+    if (!f.ok()) return f.status();
+    fd = std::move(f).value();
+  }
+  if (c.size && ::ftruncate(fd.get(), static_cast<off_t>(c.new_size)) != 0) {
+    return Status::FromErrno(errno, "truncate");
+  }
+  if (c.mode) {
+    n->mode = (n->mode & S_IFMT) | (c.new_mode & 07777);
+    if (fd.valid()) ::fchmod(fd.get(), (c.new_mode & 07777) | (n->dir() ? 0700 : 0600));
+  }
+  if (c.mtime) {
+    n->mtime_ns = c.new_mtime_ns;
+    const timespec t{static_cast<time_t>(c.new_mtime_ns / 1000000000),
+                     static_cast<long>(c.new_mtime_ns % 1000000000)};
+    const timespec times[2] = {t, t};
+    if (fd.valid() && ::futimens(fd.get(), times) != 0) return Status::FromErrno(errno, "utimens");
+  }
+  if (c.size) {
+    MarkWritten(n);
+  } else if ((c.mode || c.mtime) && !n->unlinked && written_.count(n->ino) == 0) {
+    Queue(Step::kMeta, PathOf(n), n->ino);
+  }
+  return AttrOf(n);
+}
+
+Result<Fd> WriteArea::NewEntryDir(uint64_t parent, std::string_view name, Node** dir) {
+  CLAIRFS_RETURN_IF_ERROR(CheckName(name));
+  auto d = Dir(parent);
+  if (!d.ok()) return d.status();
+  if (Child(*d, name) != nullptr) return Status::IOError("exists", EEXIST);
+  *dir = *d;
+  return LocalDir(*d);
+}
+
+Result<Attr> WriteArea::Mkdir(uint64_t parent, std::string_view name, uint32_t mode) {
+  MutexLock lock(&mu_);
+  Node* dir = nullptr;
+  auto at = NewEntryDir(parent, name, &dir);
+  if (!at.ok()) return at.status();
+  const std::string leaf(name);
+  if (::mkdirat(at->get(), leaf.c_str(), (mode & 07777) | 0700) != 0 && errno != EEXIST) {
+    return Status::FromErrno(errno, "mkdir " + leaf);
+  }
+  Node* n = AddNode(dir, name, S_IFDIR | (mode & 07777));
+  Touch(dir);
+  n->lookups++;
+  Queue(Step::kMkdir, PathOf(n), n->ino);
+  return AttrOf(n);
+}
+
+Result<Attr> WriteArea::Create(uint64_t parent, std::string_view name, uint32_t mode) {
+  MutexLock lock(&mu_);
+  Node* dir = nullptr;
+  auto at = NewEntryDir(parent, name, &dir);
+  if (!at.ok()) return at.status();
+  auto f = OpenBeneath(at->get(), name, O_CREAT | O_TRUNC | O_WRONLY, (mode & 07777) | 0600);
+  if (!f.ok()) return f.status();
+  Node* n = AddNode(dir, name, S_IFREG | (mode & 07777));
+  Touch(dir);
+  MarkWritten(n);  // even empty, it reaches persist
+  n->lookups++;
+  return AttrOf(n);
+}
+
+Status WriteArea::Unlink(uint64_t parent, std::string_view name) {
+  MutexLock lock(&mu_);
+  auto dir = Dir(parent);
+  if (!dir.ok()) return dir.status();
+  Node* n = Child(*dir, name);
+  if (n == nullptr) return Status::NotFound(std::string(name));
+  if (n->dir()) return Status::IOError("is a directory", EISDIR);
+  const std::string path = PathOf(n);
+  CLAIRFS_RETURN_IF_ERROR(Remove(n));
+  Queue(Step::kUnlink, path, 0);
+  return Status::Ok();
+}
+
+Status WriteArea::Rmdir(uint64_t parent, std::string_view name) {
+  MutexLock lock(&mu_);
+  auto dir = Dir(parent);
+  if (!dir.ok()) return dir.status();
+  Node* n = Child(*dir, name);
+  if (n == nullptr) return Status::NotFound(std::string(name));
+  if (!n->dir()) return Status::IOError("not a directory", ENOTDIR);
+  if (!n->children.empty()) return Status::IOError("not empty", ENOTEMPTY);
+  const std::string path = PathOf(n);
+  CLAIRFS_RETURN_IF_ERROR(Remove(n));
+  Queue(Step::kRmdir, path, 0);
+  return Status::Ok();
+}
+
+Status WriteArea::Rename(uint64_t parent, std::string_view name, uint64_t new_parent,
+                         std::string_view new_name, unsigned flags) {
+  constexpr unsigned kNoReplace = 1;  // RENAME_NOREPLACE
+  if ((flags & ~kNoReplace) != 0) return Status::IOError("rename flags", EINVAL);
+  CLAIRFS_RETURN_IF_ERROR(CheckName(new_name));
+  MutexLock lock(&mu_);
+  auto from_dir = Dir(parent);
+  if (!from_dir.ok()) return from_dir.status();
+  auto to_dir = Dir(new_parent);
+  if (!to_dir.ok()) return to_dir.status();
+  Node* n = Child(*from_dir, name);
+  if (n == nullptr) return Status::NotFound(std::string(name));
+  Node* target = Child(*to_dir, new_name);
+  // In the order Linux checks them (do_renameat2, then vfs_rename).
+  if (target != nullptr && (flags & kNoReplace)) return Status::IOError("exists", EEXIST);
+  const auto is_ancestor = [](const Node* a, const Node* of) {
+    for (const Node* up = of; up != nullptr; up = up->parent) {
+      if (up == a) return true;
+    }
+    return false;
+  };
+  if (n->dir() && is_ancestor(n, *to_dir)) return Status::IOError("into itself", EINVAL);
+  if (target != nullptr && target->dir() && is_ancestor(target, *from_dir)) {
+    return Status::IOError("onto its own ancestor", ENOTEMPTY);
+  }
+  if (target == n) return Status::Ok();
+  if (target != nullptr) {
+    if (n->dir() && !target->dir()) return Status::IOError("not a directory", ENOTDIR);
+    if (!n->dir() && target->dir()) return Status::IOError("is a directory", EISDIR);
+    if (target->dir() && !target->children.empty()) return Status::IOError("not empty", ENOTEMPTY);
+  }
+  // Persist-only bytes under the old name are copied to `local` first: the
+  // drain renames them in persist later, and reads meanwhile find them here.
+  CLAIRFS_RETURN_IF_ERROR(CopyUp(n));
+  auto src = LocalDir(*from_dir);
+  if (!src.ok()) return src.status();
+  auto dst = LocalDir(*to_dir);
+  if (!dst.ok()) return dst.status();
+  const std::string from = PathOf(n);
+  const std::string leaf(name), new_leaf(new_name);
+  if (target != nullptr) {
+    // Replaced in one step in persist too: the rename there replaces it.
+    CLAIRFS_RETURN_IF_ERROR(Remove(target));
+  }
+  if (::renameat(src->get(), leaf.c_str(), dst->get(), new_leaf.c_str()) != 0) {
+    return Status::FromErrno(errno, "rename " + from);
+  }
+  Touch(*from_dir);
+  Touch(*to_dir);
+  Detach(n);
+  Attach(*to_dir, new_name, n);
+  Queue(Step::kRename, from, n->ino, PathOf(n));
+  return Status::Ok();
+}
+
+Status WriteArea::CheckOpen(uint64_t ino, bool dir) {
+  MutexLock lock(&mu_);
+  Node* n = Find(ino);
+  if (n == nullptr) return Status::NotFound("inode " + std::to_string(ino));
+  if (dir && !n->dir()) return Status::IOError("not a directory", ENOTDIR);
+  if (!dir && n->dir()) return Status::IOError("is a directory", EISDIR);
+  return Status::Ok();
+}
+
+Result<std::string> WriteArea::Read(uint64_t ino, uint64_t offset, size_t size) {
+  Fd fd;
+  {
+    MutexLock lock(&mu_);
+    Node* n = Find(ino);
+    if (n == nullptr) return Status::NotFound("inode " + std::to_string(ino));
+    if (n->dir()) return Status::IOError("is a directory", EISDIR);
+    if (!n->local && n->unlinked)
+      return Status::IOError("a removed file of an earlier run", ESTALE);
+    auto [base, rel] = n->local ? LocalOf(n) : std::pair{persist_.get(), PathOf(n)};
+    auto f = OpenBeneath(base, rel, O_RDONLY);
+    if (!f.ok()) return f.status();
+    fd = std::move(f).value();
+  }
+  std::string out(size, '\0');
+  size_t got = 0;
+  while (got < size) {
+    const ssize_t n =
+        ::pread(fd.get(), out.data() + got, size - got, static_cast<off_t>(offset + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno(errno, "read");
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  out.resize(got);
+  return out;
+}
+
+Result<size_t> WriteArea::Write(uint64_t ino, uint64_t offset, const char* data, size_t size) {
+  Fd fd;
+  {
+    MutexLock lock(&mu_);
+    Node* n = Find(ino);
+    if (n == nullptr) return Status::NotFound("inode " + std::to_string(ino));
+    if (n->dir()) return Status::IOError("is a directory", EISDIR);
+    CLAIRFS_RETURN_IF_ERROR(CopyUp(n));
+    auto [base, rel] = LocalOf(n);
+    auto f = OpenBeneath(base, rel, O_WRONLY);
+    if (!f.ok()) return f.status();
+    fd = std::move(f).value();
+  }
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n =
+        ::pwrite(fd.get(), data + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      if (done > 0) break;  // a short write: the caller writes the rest again
+      return Status::FromErrno(errno, "write");
+    }
+    done += static_cast<size_t>(n);
+  }
+  bytes_written_ += done;
+  MutexLock lock(&mu_);
+  if (Node* n = Find(ino)) MarkWritten(n);
+  return done;
+}
+
+Status WriteArea::Fsync(uint64_t ino) {
+  uint64_t seq;
+  {
+    MutexLock lock(&mu_);
+    Node* n = Find(ino);
+    if (n == nullptr) return Status::NotFound("inode " + std::to_string(ino));
+    if (n->dir()) {
+      QueueSettled(/*all=*/true);
+    } else if (written_.erase(ino) > 0 && !n->unlinked) {
+      Queue(Step::kPut, PathOf(n), ino);
+    }
+    seq = next_seq_ - 1;
+  }
+  return WaitDrained(seq);
+}
+
+Status WriteArea::WaitDrained(uint64_t seq) {
+  MutexLock lock(&mu_);
+  while (replayed_seq_ < seq) {
+    if (!failing_.ok()) {
+      return Status::IOError("writes: not yet in " + options_.persist + ": " + failing_.message(),
+                             failing_.err() != 0 ? failing_.err() : EIO);
+    }
+    if (!drain_.joinable() || abandon_) {
+      return Status::IOError("writes: the drain is not running", EIO);
+    }
+    changed_.Wait(&lock);
+  }
+  return Status::Ok();
+}
+
+Status WriteArea::ReadDir(uint64_t ino, uint64_t offset, bool plus, const DirEmit& emit) {
+  MutexLock lock(&mu_);
+  auto dir = Dir(ino);
+  if (!dir.ok()) return dir.status();
+  Node* d = *dir;
+  if (offset == 0) {
+    if (!emit(".", AttrOf(d), 1)) return Status::Ok();
+    offset = 1;
+  }
+  if (offset == 1) {
+    Attr up;
+    if (d->parent != nullptr) {
+      up = AttrOf(d->parent);
+    } else {
+      up.ino = 1;  // the mount's root
+      up.mode = S_IFDIR | 0755;
+    }
+    if (!emit("..", up, 2)) return Status::Ok();
+    offset = 2;
+  }
+  for (auto it = d->by_ino.lower_bound(offset); it != d->by_ino.end(); ++it) {
+    Node* child = it->second;
+    if (!emit(child->name, AttrOf(child), child->ino + 1)) break;
+    if (plus) child->lookups++;
+  }
+  return Status::Ok();
+}
+
+FsStat WriteArea::StatFs() const {
+  FsStat f;
+  f.read_only = false;
+  struct statvfs sv;
+  if (::fstatvfs(local_.get(), &sv) == 0) {
+    f.block_size = sv.f_frsize;
+    f.blocks = sv.f_blocks;
+    f.blocks_free = sv.f_bfree;
+    f.blocks_available = sv.f_bavail;
+    f.files = sv.f_files;
+    f.files_free = sv.f_ffree;
+  }
+  return f;
+}
+
+size_t WriteArea::pending() const {
+  MutexLock lock(&mu_);
+  return queue_.size() + written_.size();
+}
+
+void WriteArea::WriteStats(JsonWriter& w) {
+  MutexLock lock(&mu_);
+  int64_t oldest = 0;
+  if (!queue_.empty()) oldest = queue_.front().queued_ns;
+  for (uint64_t ino : written_) {
+    if (Node* n = Find(ino); n != nullptr && (oldest == 0 || n->written_ns < oldest)) {
+      oldest = n->written_ns;
+    }
+  }
+  const double lag = oldest == 0 ? 0.0 : static_cast<double>(NowNs() - oldest) / 1e9;
+  w.String("dir", options_.name)
+      .String("local", options_.local)
+      .String("persist", options_.persist)
+      .Integer("bytes_written", bytes_written_)
+      .Integer("files_drained", files_drained_)
+      .Integer("bytes_drained", bytes_drained_)
+      .Integer("steps_replayed", steps_replayed_)
+      .Integer("steps_pending", queue_.size())
+      .Integer("files_unsettled", written_.size())
+      .Number("drain_lag_seconds", lag)
+      .Integer("drain_failures", drain_failures_)
+      .String("failing", failing_.ok() ? "" : failing_.message())
+      .Integer("recovered_files", recovered_files_)
+      .Integer("copied_up_bytes", copied_up_bytes_);
+}
+
+}  // namespace clairfs::fs

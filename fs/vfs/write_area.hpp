@@ -1,0 +1,207 @@
+// WriteArea: the writable directory beside the read-only dataset (config
+// writes_dir), for a job's checkpoints, logs and samples (docs/fuse.md,
+// "Writing through the mount").
+//
+// Bytes land on node-local storage (`local`) and are drained in the
+// background to `persist`, a directory on the shared file system, under the
+// same paths. The area is the union of the two: what `persist` held when the
+// daemon started (an earlier run's outputs, read from there) with this run's
+// changes on top. Every change of the area - a file's bytes, mkdir, rename,
+// unlink, rmdir, chmod - is queued, in the order it happened, as one step of
+// the drain, which replays them on `persist`; so `persist` passes through the
+// area's own states and ends equal to it. A file's bytes are queued once the
+// file has had no write for `settle` (the kernel tells a FUSE file system of
+// no close when it opens files itself, config no_open), at fsync, and at Finish.
+//
+//   local/tree/PATH    the area's files written on this node (or copied up)
+//   local/trash/INO    unlinked files the kernel may still read or write
+//   persist/PATH       the drained area; a file is copied to a hidden
+//                      ".clairfs-drain.*" name beside it, fsynced, renamed.
+//
+// fsync on a file returns once it (and every change queued before) is in
+// `persist` and fsynced there; on a directory, once everything queued is. A
+// drain step that fails is retried every second, and fsync meanwhile fails
+// with the step's errno. At start, files in local/tree whose size or mtime
+// differ from persist's (a daemon killed before its drain finished) are
+// queued first. Names and symlinks never lead outside `local` or `persist`
+// (fs/vfs/beneath.hpp); the area has no symlinks or hard links (EPERM).
+//
+// Inode numbers are handed out from `first_ino`, the area's root first. A
+// node lives while it is in the tree or the kernel still knows it (lookups
+// not forgotten); an unlinked file's bytes stay in local/trash until then.
+//
+// Thread-safe: mu_ guards the tree and the drain's queue, and is held for the
+// local metadata calls that keep `local` equal to the tree; file bytes are
+// read, written and drained outside it.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+
+#include "base/json.hpp"
+#include "base/mutex.hpp"
+#include "base/status.hpp"
+#include "fs/vfs/attr.hpp"
+#include "fs/vfs/beneath.hpp"
+
+namespace clairfs::fs {
+
+struct WriteAreaOptions {
+  std::string name;     // the area's directory in the mount root
+  std::string local;    // node-local directory (made if missing)
+  std::string persist;  // directory on the shared file system (made if missing)
+  std::chrono::milliseconds settle{200};
+  uint32_t uid = 0, gid = 0;  // owner reported for every inode
+};
+
+class WriteArea {
+ public:
+  // Reads `persist` and `local`, queues what the last run left undrained.
+  // Fails when a directory cannot be made or read, or when another daemon
+  // holds `local`.
+  static Result<std::unique_ptr<WriteArea>> Open(WriteAreaOptions options, uint64_t first_ino);
+  ~WriteArea();  // stops the drain (Finish first to wait for it)
+
+  // Starts the drain thread.
+  void Start();
+  // Queues every written file now and waits until the drain has replayed
+  // everything or has made no progress for `stalled`; then stops it. Not ok:
+  // what is left (it stays in `local` and is drained at the next start).
+  Status Finish(std::chrono::milliseconds stalled);
+
+  const std::string& name() const { return options_.name; }
+  bool Owns(uint64_t ino) const { return ino >= first_ino_; }
+  uint64_t root_ino() const { return first_ino_; }
+
+  // Every call that answers with an entry (Lookup, Mkdir, Create, a ReadDir
+  // with `plus`) counts one kernel lookup of it; Forget gives them back.
+  Result<Attr> Lookup(uint64_t parent, std::string_view name);
+  // The area's root as an entry of the mount's root (a lookup of it).
+  Attr RootEntry();
+  void Forget(uint64_t ino, uint64_t count);
+  Result<Attr> GetAttr(uint64_t ino);
+  Result<Attr> SetAttr(uint64_t ino, const AttrChange& change);
+  Result<Attr> Mkdir(uint64_t parent, std::string_view name, uint32_t mode);
+  // A new regular file (EEXIST if the name exists).
+  Result<Attr> Create(uint64_t parent, std::string_view name, uint32_t mode);
+  Status Unlink(uint64_t parent, std::string_view name);
+  Status Rmdir(uint64_t parent, std::string_view name);
+  // flags: 0 or RENAME_NOREPLACE (RENAME_EXCHANGE and others: EINVAL).
+  Status Rename(uint64_t parent, std::string_view name, uint64_t new_parent,
+                std::string_view new_name, unsigned flags);
+  Status CheckOpen(uint64_t ino, bool dir);
+  // Up to `size` bytes at `offset` (fewer at the end of the file).
+  Result<std::string> Read(uint64_t ino, uint64_t offset, size_t size);
+  Result<size_t> Write(uint64_t ino, uint64_t offset, const char* data, size_t size);
+  // A file: it and all queued before it; a directory: all queued.
+  Status Fsync(uint64_t ino);
+  Status ReadDir(uint64_t ino, uint64_t offset, bool plus, const DirEmit& emit);
+  // Space of `local`.
+  FsStat StatFs() const;
+  // Members of stats.json's "writes" object.
+  void WriteStats(JsonWriter& w);
+
+  // The drain's state, for tests: steps queued and not yet replayed.
+  size_t pending() const;
+
+ private:
+  // A file or directory of the area.
+  struct Node {
+    uint64_t ino = 0;
+    Node* parent = nullptr;  // null: the root, or a node unlinked
+    std::string name;
+    uint32_t mode = 0;  // type and permission bits
+    bool local = true;  // a file's bytes are in `local` (else in persist at its path)
+    bool unlinked = false;
+    uint64_t size = 0;       // a persist-only file's, from the scan
+    int64_t mtime_ns = 0;    // directories and persist-only files
+    int64_t written_ns = 0;  // last write, for `settle`
+    uint64_t lookups = 0;
+    uint32_t subdirs = 0;
+    std::map<std::string, Node*, std::less<>> children;
+    std::map<uint64_t, Node*> by_ino;  // the children again, for readdir's cookies
+    bool dir() const { return S_ISDIR(mode); }
+  };
+  struct Step {
+    enum Kind { kPut, kMeta, kMkdir, kUnlink, kRmdir, kRename } kind;
+    std::string path, to;  // area-relative; `to` for kRename
+    uint64_t ino = 0;      // kPut, kMeta, kMkdir: whose bytes or mode
+    uint64_t seq = 0;
+    int64_t queued_ns = 0;
+  };
+
+  WriteArea(WriteAreaOptions options, uint64_t first_ino);
+  Status Load();
+  Status ScanPersist(int dir_fd, Node* dir, const std::string& rel);
+  Status ScanLocal(int dir_fd, Node* dir, const std::string& rel);
+
+  Node* Find(uint64_t ino) CLAIRFS_REQUIRES(mu_);
+  Result<Node*> Dir(uint64_t ino) CLAIRFS_REQUIRES(mu_);
+  Node* Child(Node* dir, std::string_view name) CLAIRFS_REQUIRES(mu_);
+  Node* AddNode(Node* parent, std::string_view name, uint32_t mode) CLAIRFS_REQUIRES(mu_);
+  void Detach(Node* n) CLAIRFS_REQUIRES(mu_);
+  void Attach(Node* parent, std::string_view name, Node* n) CLAIRFS_REQUIRES(mu_);
+  std::string PathOf(const Node* n) const CLAIRFS_REQUIRES(mu_);
+  Attr AttrOf(const Node* n) CLAIRFS_REQUIRES(mu_);
+  // Where a node's local bytes are: (directory fd, relative path).
+  std::pair<int, std::string> LocalOf(const Node* n) const CLAIRFS_REQUIRES(mu_);
+  // Makes a persist-only file (or every file under a directory) local.
+  Status CopyUp(Node* n) CLAIRFS_REQUIRES(mu_);
+  // For a new entry `name` in directory `parent`: checks the name (EEXIST if
+  // taken), sets `dir`, returns the local directory to make it in.
+  Result<Fd> NewEntryDir(uint64_t parent, std::string_view name, Node** dir) CLAIRFS_REQUIRES(mu_);
+  // The local directory of an area directory, made where missing.
+  Result<Fd> LocalDir(Node* dir) CLAIRFS_REQUIRES(mu_);
+  // Unlinks a node from the tree: a file's local bytes go to trash.
+  Status Remove(Node* n) CLAIRFS_REQUIRES(mu_);
+  void MaybeFree(Node* n) CLAIRFS_REQUIRES(mu_);
+  void Touch(Node* dir) CLAIRFS_REQUIRES(mu_);
+  void MarkWritten(Node* n) CLAIRFS_REQUIRES(mu_);
+  uint64_t Queue(Step::Kind kind, std::string path, uint64_t ino, std::string to = {})
+      CLAIRFS_REQUIRES(mu_);
+  // Queues the bytes of written files idle for `settle` (all of them: now).
+  void QueueSettled(bool all) CLAIRFS_REQUIRES(mu_);
+  Status WaitDrained(uint64_t seq);
+
+  // The drain (write_area_drain.cpp).
+  void DrainLoop();
+  Status Replay(const Step& step);
+  Status ReplayPut(const Step& step);
+  Status ReplayMeta(const Step& step);
+  Result<Fd> PersistDir(std::string_view rel, bool make);
+
+  const WriteAreaOptions options_;
+  const uint64_t first_ino_;
+  Fd local_, tree_, trash_, persist_, lock_;
+
+  mutable Mutex mu_;
+  CondVar changed_;  // a step was queued or replayed, or stopping
+  std::unordered_map<uint64_t, std::unique_ptr<Node>> nodes_ CLAIRFS_GUARDED_BY(mu_);
+  uint64_t next_ino_ CLAIRFS_GUARDED_BY(mu_);
+  std::set<uint64_t> written_ CLAIRFS_GUARDED_BY(mu_);  // files with writes not yet queued
+  std::deque<Step> queue_ CLAIRFS_GUARDED_BY(mu_);
+  uint64_t next_seq_ CLAIRFS_GUARDED_BY(mu_) = 1;
+  uint64_t replayed_seq_ CLAIRFS_GUARDED_BY(mu_) = 0;
+  Status failing_ CLAIRFS_GUARDED_BY(mu_);         // the head step's last failure
+  bool stopping_ CLAIRFS_GUARDED_BY(mu_) = false;  // Finish: queue every written file now
+  bool abandon_ CLAIRFS_GUARDED_BY(mu_) = false;   // the drain thread ends at once
+  std::thread drain_;
+
+  std::atomic<uint64_t> bytes_written_{0}, bytes_drained_{0}, files_drained_{0};
+  std::atomic<uint64_t> steps_replayed_{0}, drain_failures_{0}, copied_up_bytes_{0};
+  std::atomic<uint64_t> recovered_files_{0};
+};
+
+}  // namespace clairfs::fs

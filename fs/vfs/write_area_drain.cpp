@@ -1,0 +1,255 @@
+// WriteArea's drain: the thread that replays the area's queued changes on
+// `persist` (write_area.hpp says what each step does and why in this order).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <vector>
+
+#include "base/log.hpp"
+#include "base/thread_name.hpp"
+#include "fs/vfs/write_area.hpp"
+
+namespace clairfs::fs {
+namespace {
+
+Status Sync(int fd, const std::string& what) {
+  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
+    return Status::FromErrno(errno, "fsync " + what);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void WriteArea::Start() {
+  drain_ = std::thread([this] {
+    NameThread("clairfs-drain");
+    DrainLoop();
+  });
+}
+
+Status WriteArea::Finish(std::chrono::milliseconds stalled) {
+  MutexLock lock(&mu_);
+  stopping_ = true;
+  changed_.NotifyAll();
+  uint64_t last = replayed_seq_;
+  auto since = std::chrono::steady_clock::now();
+  Status left;
+  while (drain_.joinable() && !(queue_.empty() && written_.empty())) {
+    changed_.WaitUntil(&lock, std::chrono::steady_clock::now() + std::chrono::milliseconds(100));
+    if (replayed_seq_ != last) {
+      last = replayed_seq_;
+      since = std::chrono::steady_clock::now();
+    } else if (std::chrono::steady_clock::now() - since >= stalled) {
+      left = Status::IOError(
+          "writes: " + std::to_string(queue_.size()) + " change(s) not drained to " +
+              options_.persist + " (" + (failing_.ok() ? "no progress" : failing_.message()) +
+              "); they stay in " + options_.local + " and are drained at the next start",
+          EIO);
+      break;
+    }
+  }
+  if (!drain_.joinable() && !(queue_.empty() && written_.empty())) {
+    left = Status::IOError("writes: the drain never started", EIO);
+  }
+  abandon_ = true;
+  changed_.NotifyAll();
+  lock.Unlock();
+  if (drain_.joinable()) drain_.join();
+  if (left.ok()) {
+    Log(LogLevel::kInfo, "writes: " + std::to_string(files_drained_.load()) + " file(s), " +
+                             std::to_string(bytes_drained_.load()) + " bytes drained to " +
+                             options_.persist);
+  }
+  return left;
+}
+
+void WriteArea::DrainLoop() {
+  const auto tick = std::max(std::chrono::milliseconds(10), options_.settle / 2);
+  MutexLock lock(&mu_);
+  while (!abandon_) {
+    QueueSettled(/*all=*/stopping_);
+    if (queue_.empty()) {
+      changed_.WaitUntil(&lock, std::chrono::steady_clock::now() + tick);
+      continue;
+    }
+    const Step step = queue_.front();
+    lock.Unlock();
+    Status st = Replay(step);
+    lock.Lock();
+    if (st.ok()) {
+      queue_.pop_front();
+      replayed_seq_ = step.seq;
+      steps_replayed_++;
+      if (!failing_.ok())
+        Log(LogLevel::kInfo, "writes: the drain to " + options_.persist + " goes on");
+      failing_ = Status::Ok();
+    } else {
+      if (failing_.ok()) {
+        Log(LogLevel::kError, "writes: draining " + step.path + " to " + options_.persist +
+                                  " failed, retried every second: " + st.message());
+      }
+      failing_ = st;
+      drain_failures_++;
+      changed_.NotifyAll();
+      changed_.WaitUntil(&lock, std::chrono::steady_clock::now() + std::chrono::seconds(1));
+    }
+    changed_.NotifyAll();
+  }
+}
+
+Result<Fd> WriteArea::PersistDir(std::string_view rel, bool make) {
+  if (make) return MakeDirsBeneath(persist_.get(), rel, 0755);
+  return OpenBeneath(persist_.get(), rel, O_RDONLY | O_DIRECTORY);
+}
+
+Status WriteArea::Replay(const Step& step) {
+  switch (step.kind) {
+    case Step::kPut:
+      return ReplayPut(step);
+    case Step::kMeta:
+      return ReplayMeta(step);
+    case Step::kMkdir: {
+      auto [dir, leaf] = SplitLast(step.path);
+      auto at = PersistDir(dir, true);
+      if (!at.ok()) return at.status();
+      uint32_t mode = 0755;
+      {
+        MutexLock lock(&mu_);
+        if (Node* n = Find(step.ino)) mode = n->mode & 07777;
+      }
+      const std::string name(leaf);
+      if (::mkdirat(at->get(), name.c_str(), mode) != 0) {
+        if (errno != EEXIST) return Status::FromErrno(errno, "mkdir " + step.path);
+        struct stat st;
+        if (::fstatat(at->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            !S_ISDIR(st.st_mode)) {
+          // Not a directory (a file, a symlink someone put there): the area's
+          // state wins.
+          CLAIRFS_RETURN_IF_ERROR(RemoveTreeAt(at->get(), name));
+          if (::mkdirat(at->get(), name.c_str(), mode) != 0) {
+            return Status::FromErrno(errno, "mkdir " + step.path);
+          }
+        }
+      }
+      return Sync(at->get(), dir.empty() ? "." : std::string(dir));
+    }
+    case Step::kUnlink:
+    case Step::kRmdir: {
+      auto [dir, leaf] = SplitLast(step.path);
+      auto at = PersistDir(dir, false);
+      if (!at.ok()) return at.status().err() == ENOENT ? Status::Ok() : at.status();
+      CLAIRFS_RETURN_IF_ERROR(RemoveTreeAt(at->get(), std::string(leaf)));
+      return Sync(at->get(), std::string(dir));
+    }
+    case Step::kRename: {
+      auto [from_dir, from_leaf] = SplitLast(step.path);
+      auto [to_dir, to_leaf] = SplitLast(step.to);
+      auto src = PersistDir(from_dir, false);
+      if (!src.ok()) return src.status().err() == ENOENT ? Status::Ok() : src.status();
+      auto dst = PersistDir(to_dir, true);
+      if (!dst.ok()) return dst.status();
+      const std::string a(from_leaf), b(to_leaf);
+      if (::renameat(src->get(), a.c_str(), dst->get(), b.c_str()) != 0) {
+        if (errno == ENOENT) return Status::Ok();  // never drained: its put comes later
+        if (errno != ENOTEMPTY && errno != EEXIST && errno != EISDIR && errno != ENOTDIR) {
+          return Status::FromErrno(errno, "rename " + step.path);
+        }
+        // Persist holds something else under the new name (a run that
+        // stopped half way): the area's state wins.
+        CLAIRFS_RETURN_IF_ERROR(RemoveTreeAt(dst->get(), b));
+        if (::renameat(src->get(), a.c_str(), dst->get(), b.c_str()) != 0) {
+          return Status::FromErrno(errno, "rename " + step.path);
+        }
+      }
+      CLAIRFS_RETURN_IF_ERROR(Sync(dst->get(), step.to));
+      return Sync(src->get(), step.path);
+    }
+  }
+  return Status::Ok();
+}
+
+Status WriteArea::ReplayPut(const Step& step) {
+  Fd in;
+  uint32_t mode = 0644;
+  for (int attempt = 0;; ++attempt) {
+    std::pair<int, std::string> at;
+    {
+      MutexLock lock(&mu_);
+      Node* n = Find(step.ino);
+      // Gone, or only in persist: nothing of it to copy (a later step removes it).
+      if (n == nullptr || n->unlinked || n->dir() || !n->local) return Status::Ok();
+      at = LocalOf(n);
+      mode = n->mode & 07777;
+    }
+    auto f = OpenBeneath(at.first, at.second, O_RDONLY);
+    if (f.ok()) {
+      in = std::move(f).value();
+      break;
+    }
+    // Renamed between the lookup and the open: look again.
+    if (f.status().err() != ENOENT || attempt == 3) return f.status();
+  }
+  struct stat st;
+  if (::fstat(in.get(), &st) != 0) return Status::FromErrno(errno, "stat " + step.path);
+  auto [dir, leaf] = SplitLast(step.path);
+  auto at = PersistDir(dir, true);
+  if (!at.ok()) return at.status();
+  const std::string tmp =
+      std::string(".clairfs-drain.") + std::to_string(::getpid()) + "." + std::to_string(step.seq);
+  auto out = OpenBeneath(at->get(), tmp, O_CREAT | O_EXCL | O_WRONLY, 0600);
+  if (!out.ok()) return out.status();
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  Status copied = CopyFileBytes(in.get(), out->get(), size);
+  const timespec times[2] = {st.st_mtim, st.st_mtim};
+  if (copied.ok() && (::fchmod(out->get(), mode) != 0 || ::futimens(out->get(), times) != 0)) {
+    copied = Status::FromErrno(errno, "set attributes of " + step.path);
+  }
+  if (copied.ok()) copied = Sync(out->get(), step.path);
+  const std::string name(leaf);
+  if (copied.ok() && ::renameat(at->get(), tmp.c_str(), at->get(), name.c_str()) != 0) {
+    if (errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST) {
+      copied = RemoveTreeAt(at->get(), name);
+      if (copied.ok() && ::renameat(at->get(), tmp.c_str(), at->get(), name.c_str()) != 0) {
+        copied = Status::FromErrno(errno, "rename into " + step.path);
+      }
+    } else {
+      copied = Status::FromErrno(errno, "rename into " + step.path);
+    }
+  }
+  if (!copied.ok()) {
+    ::unlinkat(at->get(), tmp.c_str(), 0);
+    return copied;
+  }
+  bytes_drained_ += size;
+  files_drained_++;
+  return Sync(at->get(), dir.empty() ? "." : std::string(dir));
+}
+
+Status WriteArea::ReplayMeta(const Step& step) {
+  uint32_t mode;
+  int64_t mtime_ns;
+  bool dir;
+  {
+    MutexLock lock(&mu_);
+    Node* n = Find(step.ino);
+    if (n == nullptr || n->unlinked) return Status::Ok();
+    const Attr a = AttrOf(n);
+    mode = n->mode & 07777;
+    mtime_ns = a.mtime_ns;
+    dir = n->dir();
+  }
+  auto f = OpenBeneath(persist_.get(), step.path, dir ? (O_RDONLY | O_DIRECTORY) : O_RDONLY);
+  if (!f.ok()) return f.status().err() == ENOENT ? Status::Ok() : f.status();
+  const timespec t{static_cast<time_t>(mtime_ns / 1000000000),
+                   static_cast<long>(mtime_ns % 1000000000)};
+  const timespec times[2] = {t, t};
+  if (::fchmod(f->get(), mode) != 0 || ::futimens(f->get(), times) != 0) {
+    return Status::FromErrno(errno, "set attributes of " + step.path);
+  }
+  return Sync(f->get(), step.path);
+}
+
+}  // namespace clairfs::fs

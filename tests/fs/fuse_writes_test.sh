@@ -1,0 +1,179 @@
+#!/bin/bash
+# The writable area through a real mount (docs/fuse.md, "Writing through the
+# mount"): the ways libraries write (tempfile + fsync + rename + chmod, a zip
+# written by seeking back, appends, writes at random offsets, truncation,
+# directories made, renamed and removed) give the same tree as on a local
+# directory; the dataset stays read-only; persist equals the area after the
+# unmount; a later run sees it; fsync means durable; a killed daemon's
+# undrained files are drained by the next; a persist that fails is reported.
+# Probes the writes_* keys for config_keys_test.sh.
+source "$(dirname "$0")/fuse_lib.sh"
+
+mkdir -p "$WORK/src/data"
+for i in 1 2 3; do head -c 3000 /dev/urandom >"$WORK/src/data/f$i"; done
+pack "$WORK/src" "$WORK/out" --partitions 1
+
+unmount() {  # unmount MNT: and wait for the daemon (its exit code)
+  fusermount3 -u "$1"
+  local rc=0
+  wait "$DAEMON_PID" || rc=$?
+  return $rc
+}
+st() { "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1] + "/.clairfs/stats.json")); print(eval(sys.argv[2]))' "$MNT" "$1"; }
+
+# The same changes applied to a directory; run on the area and on a plain
+# local directory, the trees must be equal.
+cat >"$WORK/writer.py" <<'PYEOF'
+import os, random, sys, tempfile, zipfile
+root = sys.argv[1]
+os.chdir(root)
+rng = random.Random(7)
+os.makedirs("ckpt/epoch_1", exist_ok=True)
+# torch.save / safetensors: a temporary file, fsync, chmod, rename over the old one.
+for step in range(3):
+    fd, tmp = tempfile.mkstemp(dir="ckpt", prefix=".tmp")
+    os.write(fd, bytes(rng.getrandbits(8) for _ in range(200000 + step)))
+    os.fsync(fd)
+    os.close(fd)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, "ckpt/model.pt")
+# Keras 3's .keras: a zip whose headers are written by seeking back.
+with zipfile.ZipFile("ckpt/model.keras", "w", zipfile.ZIP_DEFLATED) as z:
+    when = (2020, 1, 1, 0, 0, 0)  # the same bytes on both runs
+    z.writestr(zipfile.ZipInfo("config.json", when), '{"layers": 3}' * 100)
+    z.writestr(zipfile.ZipInfo("model.weights.h5", when),
+               bytes(rng.getrandbits(8) for _ in range(150000)))
+with zipfile.ZipFile("ckpt/model.keras") as z:
+    assert z.testzip() is None
+# An HDF5-like file: fixed size, updated in place at random offsets.
+with open("ckpt/epoch_1/weights.h5", "wb") as f:
+    f.truncate(1 << 20)
+with open("ckpt/epoch_1/weights.h5", "r+b") as f:
+    for _ in range(200):
+        f.seek(rng.randrange(1 << 20))
+        f.write(bytes(rng.getrandbits(8) for _ in range(rng.randrange(1, 5000))))
+# A log appended by several opens.
+for epoch in range(5):
+    with open("train.log", "a") as f:
+        f.write(f"epoch {epoch} loss {1.0 / (epoch + 1):.4f}\n")
+# Truncated, renamed, removed.
+with open("scratch.bin", "wb") as f:
+    f.write(b"x" * 10000)
+os.truncate("scratch.bin", 1234)
+os.rename("ckpt/epoch_1", "ckpt/epoch_best")
+os.makedirs("tmp/a/b")
+open("tmp/a/b/junk", "w").close()
+os.remove("tmp/a/b/junk")
+os.removedirs("tmp/a/b")
+os.chmod("train.log", 0o600)
+print("ok")
+PYEOF
+
+# --- writes_dir, writes_local, writes_persist: the area, local first, then persist.
+MNT=$WORK/mnt LOG=$WORK/d1.log
+mount_dataset "$WORK/out" "$MNT" "$LOG" --writes-dir outputs \
+  --writes-local "$WORK/local" --writes-persist "$WORK/persist"
+mkdir -p "$WORK/reference"
+"$PY" "$WORK/writer.py" "$WORK/reference" >/dev/null
+"$PY" "$WORK/writer.py" "$MNT/outputs" >/dev/null || fail "the writer failed on the area"
+diff -r "$WORK/reference" "$MNT/outputs" || fail "the area differs from the same writes on a local directory"
+[[ $(stat -c %a "$MNT/outputs/train.log") == 600 ]] || fail "chmod did not hold"
+[[ -f $WORK/local/tree/ckpt/model.keras ]] || fail "writes_local: the bytes are not in $WORK/local"
+echo "ok   writes_dir, writes_local: library-style writes give the local directory's tree"
+
+# The dataset stays read-only, the area has no links, and nothing crosses.
+touch "$MNT/data/new" 2>/dev/null && fail "created a file in the dataset"
+echo x >>"$MNT/data/f1" 2>/dev/null && fail "appended to a dataset file"
+out=$("$PY" - "$MNT" <<'PYEOF'
+import errno, os, sys
+m = sys.argv[1]
+def err(f, *a):
+    try:
+        f(*a)
+        return "ok"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+print(err(os.rename, m + "/outputs/train.log", m + "/data/train.log"),
+      err(os.rename, m + "/data/f1", m + "/outputs/f1"),
+      err(os.symlink, "/etc/passwd", m + "/outputs/link"),
+      err(os.link, m + "/outputs/train.log", m + "/outputs/hard"),
+      err(os.mkdir, m + "/data/sub"),
+      os.statvfs(m).f_flag & os.ST_RDONLY)
+PYEOF
+)
+[[ $out == "EXDEV EXDEV EPERM EPERM "*" 0" ]] || fail "errnos across the boundary: $out"
+echo "ok   the dataset stays read-only, renames across fail EXDEV, links EPERM ($out)"
+
+# Drained soon after the writes (settle 200 ms by default).
+for i in $(seq 1 100); do
+  [[ $(st 'd["writes"]["steps_pending"] + d["writes"]["files_unsettled"]') == 0 ]] && break
+  sleep 0.1
+done
+diff -r "$WORK/reference" "$WORK/persist" || fail "writes_persist: persist differs from the area while mounted"
+unmount "$MNT" || fail "clairfsd exited non-zero: $(tail -5 "$LOG")"
+diff -r "$WORK/reference" "$WORK/persist" || fail "persist differs from the area after the unmount"
+ls -a "$WORK/persist" "$WORK/persist/ckpt" | grep -q clairfs-drain && fail "drain temporaries left in persist"
+echo "ok   writes_persist: persist equals the area, no temporaries left"
+
+# A later run on another node (an empty local dir) reads the outputs from persist.
+MNT=$WORK/mnt2 LOG=$WORK/d2.log
+mount_dataset "$WORK/out" "$MNT" "$LOG" --writes-dir outputs \
+  --writes-local "$WORK/local2" --writes-persist "$WORK/persist"
+diff -r "$WORK/reference" "$MNT/outputs" || fail "a restart does not see the earlier outputs"
+echo "resumed" >>"$MNT/outputs/train.log"
+echo "resumed" >>"$WORK/reference/train.log"
+unmount "$MNT" || fail "clairfsd exited non-zero: $(tail -5 "$LOG")"
+diff -r "$WORK/reference" "$WORK/persist" || fail "an append to an earlier run's file was not drained"
+echo "ok   a restart sees the earlier outputs and appends to them"
+
+# --- writes_settle_ms: closed files wait for it; fsync does not.
+MNT=$WORK/mnt3 LOG=$WORK/d3.log
+mount_dataset "$WORK/out" "$MNT" "$LOG" --writes-dir outputs --writes-settle-ms 600000 \
+  --writes-local "$WORK/local3" --writes-persist "$WORK/persist3"
+echo "closed only" >"$MNT/outputs/closed.txt"
+"$PY" -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, b"fsynced")
+os.fsync(fd)
+os.close(fd)' "$MNT/outputs/synced.txt"
+[[ $(cat "$WORK/persist3/synced.txt") == fsynced ]] || fail "fsync returned before the file was in persist"
+sleep 1
+[[ -e $WORK/persist3/closed.txt ]] && fail "writes_settle_ms 600000: drained 1 s after close"
+# kill -9: the fsynced file is safe, the other one is drained by the next run.
+kill -9 "$DAEMON_PID"
+wait "$DAEMON_PID" 2>/dev/null || true
+fusermount3 -u -z "$MNT" 2>/dev/null || true
+[[ $(cat "$WORK/persist3/synced.txt") == fsynced ]] || fail "lost an fsynced file to kill -9"
+MNT=$WORK/mnt4 LOG=$WORK/d4.log
+mount_dataset "$WORK/out" "$MNT" "$LOG" --writes-dir outputs \
+  --writes-local "$WORK/local3" --writes-persist "$WORK/persist3"
+[[ $(st 'd["writes"]["recovered_files"]') == 1 ]] || fail "the killed run's file was not found: $(cat "$LOG")"
+unmount "$MNT" || fail "clairfsd exited non-zero: $(tail -5 "$LOG")"
+[[ $(cat "$WORK/persist3/closed.txt") == "closed only" ]] || fail "the killed run's file was not drained"
+echo "ok   writes_settle_ms: a closed file waits for it, fsync does not; kill -9 loses nothing fsynced"
+
+# --- writes_stall_ms: a persist that fails; the daemon says so and keeps the bytes.
+MNT=$WORK/mnt5 LOG=$WORK/d5.log
+mount_dataset "$WORK/out" "$MNT" "$LOG" --writes-dir outputs --writes-stall-ms 1500 \
+  --writes-local "$WORK/local5" --writes-persist "$WORK/persist5"
+mkdir "$MNT/outputs/run"
+"$PY" -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd)' "$MNT/outputs/run"
+rmdir "$WORK/persist5/run" && echo "in the way" >"$WORK/persist5/run"
+echo "weights" >"$MNT/outputs/run/w.bin"
+"$PY" -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY)
+try:
+    os.fsync(fd)
+    print("fsync ok")
+except OSError as e:
+    print("fsync failed", e.errno)' "$MNT/outputs/run/w.bin" >"$WORK/fsync.out"
+grep -q "fsync failed 20" "$WORK/fsync.out" || fail "fsync with persist failing: $(cat "$WORK/fsync.out")"
+t0=$(date +%s)
+rc=0
+unmount "$MNT" || rc=$?
+((rc == 1)) || fail "clairfsd exited $rc with its drain incomplete"
+(($(date +%s) - t0 < 30)) || fail "the stopping daemon waited more than 30 s with writes_stall_ms 1500"
+grep -q "not drained to .*drained at the next start" "$LOG" || fail "no message about the undrained writes: $(tail "$LOG")"
+[[ $(cat "$WORK/local5/tree/run/w.bin") == weights ]] || fail "the undrained file is not kept in local"
+echo "ok   writes_stall_ms: a failing persist fails fsync (ENOTDIR) and the stop, the bytes stay local"
+echo "PASS"
