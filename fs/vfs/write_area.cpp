@@ -143,10 +143,7 @@ Status WriteArea::ScanPersist(int dir_fd, Node* dir, const std::string& rel) {
     Node* n;
     {
       MutexLock lock(&mu_);
-      n = AddNode(dir, name, st.st_mode);
-      n->local = false;
-      n->size = static_cast<uint64_t>(st.st_size);
-      n->mtime_ns = MtimeNs(st);
+      n = AddFromPersist(dir, name, st);
     }
     if (S_ISDIR(st.st_mode)) {
       auto sub = OpenBeneath(dir_fd, name, O_RDONLY | O_DIRECTORY);
@@ -405,11 +402,83 @@ Attr WriteArea::RootEntry() {
   return AttrOf(root);
 }
 
+WriteArea::Node* WriteArea::AddFromPersist(Node* dir, std::string_view name,
+                                           const struct stat& st) {
+  Node* n = AddNode(dir, name, st.st_mode);
+  n->local = false;
+  n->size = static_cast<uint64_t>(st.st_size);
+  n->mtime_ns = MtimeNs(st);
+  if (!n->dir()) known_[PathOf(n)] = Stamp{n->size, n->mtime_ns};
+  return n;
+}
+
+bool WriteArea::RemovalPending(const std::string& path) const {
+  for (const Step& s : queue_) {
+    if (s.kind != Step::kUnlink && s.kind != Step::kRmdir && s.kind != Step::kRename) continue;
+    if (path == s.path ||
+        (path.size() > s.path.size() && path.compare(0, s.path.size(), s.path) == 0 &&
+         path[s.path.size()] == '/')) {
+      return true;
+    }
+  }
+  return false;
+}
+
+WriteArea::Node* WriteArea::Discover(Node* dir, std::string_view name) {
+  if (CheckName(name).ok() == false) return nullptr;
+  const std::string path = JoinRel(PathOf(dir), name);
+  if (RemovalPending(path)) return nullptr;  // this node removed it; the drain has not yet
+  auto at = OpenBeneath(persist_.get(), PathOf(dir), O_RDONLY | O_DIRECTORY);
+  if (!at.ok()) return nullptr;
+  const std::string leaf(name);
+  struct stat st;
+  if (::fstatat(at->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+      (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))) {
+    return nullptr;
+  }
+  discovered_++;
+  return AddFromPersist(dir, name, st);
+}
+
+void WriteArea::DiscoverAll(Node* dir) {
+  auto at = OpenBeneath(persist_.get(), PathOf(dir), O_RDONLY | O_DIRECTORY);
+  if (!at.ok()) return;
+  for (const std::string& name : ListDir(at->get())) {
+    if (Child(dir, name) == nullptr) Discover(dir, name);
+  }
+}
+
+bool WriteArea::Refresh(Node* n) {
+  if (n->local || n->dir() || n->unlinked) return true;
+  const std::string path = PathOf(n);
+  auto [dir, leaf] = SplitLast(path);
+  auto at = OpenBeneath(persist_.get(), dir, O_RDONLY | O_DIRECTORY);
+  struct stat st;
+  const std::string name(leaf);
+  if (at.ok() && ::fstatat(at->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      S_ISREG(st.st_mode)) {
+    n->size = static_cast<uint64_t>(st.st_size);
+    n->mtime_ns = MtimeNs(st);
+    known_[path] = Stamp{n->size, n->mtime_ns};
+    return true;
+  }
+  // Removed or replaced by a directory on another node: gone here too.
+  known_.erase(path);
+  Touch(n->parent);
+  Detach(n);
+  n->unlinked = true;
+  MaybeFree(n);
+  return false;
+}
+
 Result<Attr> WriteArea::Lookup(uint64_t parent, std::string_view name) {
   MutexLock lock(&mu_);
   auto dir = Dir(parent);
   if (!dir.ok()) return dir.status();
   Node* n = Child(*dir, name);
+  // What another node drained since this one started is found in persist.
+  if (n != nullptr && !Refresh(n)) n = nullptr;
+  if (n == nullptr) n = Discover(*dir, name);
   if (n == nullptr) return Status::NotFound(std::string(name));
   n->lookups++;
   return AttrOf(n);
@@ -427,6 +496,7 @@ Result<Attr> WriteArea::GetAttr(uint64_t ino) {
   MutexLock lock(&mu_);
   Node* n = Find(ino);
   if (n == nullptr) return Status::NotFound("inode " + std::to_string(ino));
+  Refresh(n);  // removed elsewhere: reported with nlink 0
   return AttrOf(n);
 }
 
@@ -529,6 +599,7 @@ Status WriteArea::Rmdir(uint64_t parent, std::string_view name) {
   Node* n = Child(*dir, name);
   if (n == nullptr) return Status::NotFound(std::string(name));
   if (!n->dir()) return Status::IOError("not a directory", ENOTDIR);
+  DiscoverAll(n);  // what another node drained into it counts: not removed with it
   if (!n->children.empty()) return Status::IOError("not empty", ENOTEMPTY);
   const std::string path = PathOf(n);
   CLAIRFS_RETURN_IF_ERROR(Remove(n));
@@ -695,6 +766,7 @@ Status WriteArea::ReadDir(uint64_t ino, uint64_t offset, bool plus, const DirEmi
   if (!dir.ok()) return dir.status();
   Node* d = *dir;
   if (offset == 0) {
+    DiscoverAll(d);  // entries other nodes drained since this one started
     if (!emit(".", AttrOf(d), 1)) return Status::Ok();
     offset = 1;
   }
@@ -760,6 +832,8 @@ void WriteArea::WriteStats(JsonWriter& w) {
       .Integer("drain_failures", drain_failures_)
       .String("failing", failing_.ok() ? "" : failing_.message())
       .Integer("recovered_files", recovered_files_)
+      .Integer("found_in_persist", discovered_)
+      .Integer("conflicts", conflicts_)
       .Integer("copied_up_bytes", copied_up_bytes_);
 }
 

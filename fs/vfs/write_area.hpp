@@ -151,6 +151,18 @@ class WriteArea {
   Result<Node*> Dir(uint64_t ino) CLAIRFS_REQUIRES(mu_);
   Node* Child(Node* dir, std::string_view name) CLAIRFS_REQUIRES(mu_);
   Node* AddNode(Node* parent, std::string_view name, uint32_t mode) CLAIRFS_REQUIRES(mu_);
+  // A persist-only entry, `st` its stat there.
+  Node* AddFromPersist(Node* dir, std::string_view name, const struct stat& st)
+      CLAIRFS_REQUIRES(mu_);
+  // Whether a queued step removes `path` (or a directory above it) from persist.
+  bool RemovalPending(const std::string& path) const CLAIRFS_REQUIRES(mu_);
+  // `name` as persist has it now (another node drained it), added; null if absent.
+  Node* Discover(Node* dir, std::string_view name) CLAIRFS_REQUIRES(mu_);
+  // Every entry of persist's copy of `dir` that the tree lacks.
+  void DiscoverAll(Node* dir) CLAIRFS_REQUIRES(mu_);
+  // A persist-only file's size and mtime as persist has them now; false (and
+  // the node unlinked) when it is gone from there.
+  bool Refresh(Node* n) CLAIRFS_REQUIRES(mu_);
   void Detach(Node* n) CLAIRFS_REQUIRES(mu_);
   void Attach(Node* parent, std::string_view name, Node* n) CLAIRFS_REQUIRES(mu_);
   std::string PathOf(const Node* n) const CLAIRFS_REQUIRES(mu_);
@@ -181,6 +193,11 @@ class WriteArea {
   Status ReplayPut(const Step& step);
   Status ReplayMeta(const Step& step);
   Result<Fd> PersistDir(std::string_view rel, bool make);
+  // `path` and everything below it leave known_.
+  void ForgetKnown(const std::string& path) CLAIRFS_REQUIRES(mu_);
+  // Before the drain replaces `name` in persist directory `dir` (area path
+  // `path`): a file there that is not the one this daemon knows is a conflict.
+  void CheckReplace(int dir, const std::string& name, const std::string& path);
 
   const WriteAreaOptions options_;
   const uint64_t first_ino_;
@@ -192,6 +209,15 @@ class WriteArea {
   uint64_t next_ino_ CLAIRFS_GUARDED_BY(mu_);
   std::set<uint64_t> written_ CLAIRFS_GUARDED_BY(mu_);  // files with writes not yet queued
   std::deque<Step> queue_ CLAIRFS_GUARDED_BY(mu_);
+  // What this daemon takes persist to hold (its scan, its discoveries, its
+  // own drained copies): a file there that differs was written by another
+  // node, and replacing it is a conflict (counted, logged).
+  struct Stamp {
+    uint64_t size = 0;
+    int64_t mtime_ns = 0;
+    bool operator==(const Stamp&) const = default;
+  };
+  std::map<std::string, Stamp> known_ CLAIRFS_GUARDED_BY(mu_);
   uint64_t next_seq_ CLAIRFS_GUARDED_BY(mu_) = 1;
   uint64_t replayed_seq_ CLAIRFS_GUARDED_BY(mu_) = 0;
   Status failing_ CLAIRFS_GUARDED_BY(mu_);         // the head step's last failure
@@ -201,7 +227,7 @@ class WriteArea {
 
   std::atomic<uint64_t> bytes_written_{0}, bytes_drained_{0}, files_drained_{0};
   std::atomic<uint64_t> steps_replayed_{0}, drain_failures_{0}, copied_up_bytes_{0};
-  std::atomic<uint64_t> recovered_files_{0};
+  std::atomic<uint64_t> recovered_files_{0}, discovered_{0}, conflicts_{0};
 };
 
 }  // namespace clairfs::fs

@@ -21,7 +21,32 @@ Status Sync(int fd, const std::string& what) {
   return Status::Ok();
 }
 
+int64_t MtimeNs(const struct stat& st) {
+  return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+}
+
 }  // namespace
+
+void WriteArea::ForgetKnown(const std::string& path) {
+  const std::string below = path + "/";
+  for (auto it = known_.lower_bound(path); it != known_.end();) {
+    if (it->first != path && it->first.compare(0, below.size(), below) != 0) break;
+    it = known_.erase(it);
+  }
+}
+
+void WriteArea::CheckReplace(int dir, const std::string& name, const std::string& path) {
+  struct stat st;
+  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) return;
+  const Stamp there{static_cast<uint64_t>(st.st_size), MtimeNs(st)};
+  MutexLock lock(&mu_);
+  auto it = known_.find(path);
+  if (it != known_.end() && it->second == there) return;
+  conflicts_++;
+  Log(LogLevel::kWarn, "writes: " + path + " in " + options_.persist +
+                           " was written by another node (or job) too; this node's copy, "
+                           "drained later, replaces it whole");
+}
 
 void WriteArea::Start() {
   drain_ = std::thread([this] {
@@ -138,6 +163,10 @@ Status WriteArea::Replay(const Step& step) {
     }
     case Step::kUnlink:
     case Step::kRmdir: {
+      {
+        MutexLock lock(&mu_);
+        ForgetKnown(step.path);
+      }
       auto [dir, leaf] = SplitLast(step.path);
       auto at = PersistDir(dir, false);
       if (!at.ok()) return at.status().err() == ENOENT ? Status::Ok() : at.status();
@@ -152,6 +181,7 @@ Status WriteArea::Replay(const Step& step) {
       auto dst = PersistDir(to_dir, true);
       if (!dst.ok()) return dst.status();
       const std::string a(from_leaf), b(to_leaf);
+      CheckReplace(dst->get(), b, step.to);
       if (::renameat(src->get(), a.c_str(), dst->get(), b.c_str()) != 0) {
         if (errno == ENOENT) return Status::Ok();  // never drained: its put comes later
         if (errno != ENOTEMPTY && errno != EEXIST && errno != EISDIR && errno != ENOTDIR) {
@@ -163,6 +193,19 @@ Status WriteArea::Replay(const Step& step) {
         if (::renameat(src->get(), a.c_str(), dst->get(), b.c_str()) != 0) {
           return Status::FromErrno(errno, "rename " + step.path);
         }
+      }
+      {
+        MutexLock lock(&mu_);
+        // What persist had under the old name it now has under the new one.
+        std::vector<std::pair<std::string, Stamp>> moved;
+        const std::string below = step.path + "/";
+        for (auto it = known_.lower_bound(step.path); it != known_.end();) {
+          if (it->first != step.path && it->first.compare(0, below.size(), below) != 0) break;
+          moved.emplace_back(step.to + it->first.substr(step.path.size()), it->second);
+          it = known_.erase(it);
+        }
+        ForgetKnown(step.to);
+        for (auto& [path, stamp] : moved) known_[path] = stamp;
       }
       CLAIRFS_RETURN_IF_ERROR(Sync(dst->get(), step.to));
       return Sync(src->get(), step.path);
@@ -209,6 +252,9 @@ Status WriteArea::ReplayPut(const Step& step) {
   }
   if (copied.ok()) copied = Sync(out->get(), step.path);
   const std::string name(leaf);
+  struct stat made;
+  if (copied.ok() && ::fstat(out->get(), &made) != 0) copied = Status::FromErrno(errno, "stat");
+  if (copied.ok()) CheckReplace(at->get(), name, step.path);
   if (copied.ok() && ::renameat(at->get(), tmp.c_str(), at->get(), name.c_str()) != 0) {
     if (errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST) {
       copied = RemoveTreeAt(at->get(), name);
@@ -222,6 +268,10 @@ Status WriteArea::ReplayPut(const Step& step) {
   if (!copied.ok()) {
     ::unlinkat(at->get(), tmp.c_str(), 0);
     return copied;
+  }
+  {
+    MutexLock lock(&mu_);
+    known_[step.path] = Stamp{static_cast<uint64_t>(made.st_size), MtimeNs(made)};
   }
   bytes_drained_ += size;
   files_drained_++;

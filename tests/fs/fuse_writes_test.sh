@@ -126,6 +126,31 @@ unmount "$MNT" || fail "clairfsd exited non-zero: $(tail -5 "$LOG")"
 diff -r "$WORK/reference" "$WORK/persist" || fail "an append to an earlier run's file was not drained"
 echo "ok   a restart sees the earlier outputs and appends to them"
 
+# Two daemons (two nodes) over one persist: what one drains the other reads,
+# a replaced file with its new bytes, a removed one gone.
+MNT=$WORK/mnt-a LOG=$WORK/da.log
+mount_dataset "$WORK/out" "$MNT" "$LOG" --writes-dir outputs \
+  --writes-local "$WORK/local-a" --writes-persist "$WORK/persist-ab"
+pid_a=$DAEMON_PID
+mount_dataset "$WORK/out" "$WORK/mnt-b" "$WORK/db.log" --writes-dir outputs \
+  --writes-local "$WORK/local-b" --writes-persist "$WORK/persist-ab"
+pid_b=$DAEMON_PID
+sync_area() { "$PY" -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd)' "$1"; }
+mkdir "$WORK/mnt-a/outputs/ckpt"
+echo "epoch 1" >"$WORK/mnt-a/outputs/ckpt/model.pt"
+sync_area "$WORK/mnt-a/outputs"
+[[ $(cat "$WORK/mnt-b/outputs/ckpt/model.pt") == "epoch 1" ]] || fail "node b does not read what node a drained"
+echo "epoch 2, longer" >"$WORK/mnt-a/outputs/ckpt/.tmp" && mv "$WORK/mnt-a/outputs/ckpt/.tmp" "$WORK/mnt-a/outputs/ckpt/model.pt"
+sync_area "$WORK/mnt-a/outputs"
+[[ $(cat "$WORK/mnt-b/outputs/ckpt/model.pt") == "epoch 2, longer" ]] || fail "node b reads the replaced file's old bytes"
+ls "$WORK/mnt-b/outputs/ckpt" | grep -q tmp && fail "node b lists a's temporary"
+rm "$WORK/mnt-a/outputs/ckpt/model.pt"
+sync_area "$WORK/mnt-a/outputs"
+[[ -e $WORK/mnt-b/outputs/ckpt/model.pt ]] && fail "node b still has the file a removed"
+fusermount3 -u "$WORK/mnt-a" && fusermount3 -u "$WORK/mnt-b"
+wait "$pid_a" && wait "$pid_b" || fail "a daemon exited non-zero"
+echo "ok   two daemons over one persist: b reads what a drained, replaced and removed"
+
 # --- writes_settle_ms: closed files wait for it; fsync does not.
 MNT=$WORK/mnt3 LOG=$WORK/d3.log
 mount_dataset "$WORK/out" "$MNT" "$LOG" --writes-dir outputs --writes-settle-ms 600000 \

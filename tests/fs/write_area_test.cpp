@@ -360,5 +360,59 @@ TEST_CASE(
   CHECK(DiskTree(tmp.path() + "/persist") == Tree{{"ck", "<dir>"}, {"ck/w.bin", "abc"}});
 }
 
+TEST_CASE(
+    "Two nodes over one persist: what one drains the other finds, replaced and removed "
+    "ones included; writing the same path twice is a counted conflict, never a mix",
+    "[write_area]") {
+  TempDir tmp;
+  auto node_a = WriteArea::Open(Options(tmp.path(), std::chrono::hours(1)), kFirstIno);
+  auto b_options = Options(tmp.path(), std::chrono::hours(1));
+  b_options.local = tmp.path() + "/local-b";
+  auto node_b = WriteArea::Open(b_options, kFirstIno);
+  REQUIRE(node_a.ok());
+  REQUIRE(node_b.ok());
+  WriteArea& a = **node_a;
+  WriteArea& b = **node_b;
+  a.Start();
+  b.Start();
+  const auto put = [](WriteArea& area, uint64_t dir, const char* name, const std::string& bytes) {
+    auto f = area.Create(dir, name, 0644);
+    REQUIRE(f.ok());
+    REQUIRE(area.Write(f->ino, 0, bytes.data(), bytes.size()).ok());
+    REQUIRE(area.Fsync(f->ino).ok());
+    return f->ino;
+  };
+  auto ck = a.Mkdir(a.root_ino(), "ckpt", 0755);
+  REQUIRE(ck.ok());
+  put(a, ck->ino, "model.pt", "epoch 1");
+  CHECK(Resolve(b, "ckpt/model.pt") != 0);
+  CHECK(AreaTree(b) == Tree{{"ckpt", "<dir>"}, {"ckpt/model.pt", "epoch 1"}});
+  const uint64_t seen = Resolve(b, "ckpt/model.pt");
+
+  // Replaced on A (a temporary renamed over it): B reads the new bytes.
+  put(a, ck->ino, "tmp1", "epoch 2, longer");
+  REQUIRE(a.Rename(ck->ino, "tmp1", ck->ino, "model.pt", 0).ok());
+  REQUIRE(a.Fsync(a.root_ino()).ok());
+  CHECK(b.GetAttr(seen)->size == 15);
+  CHECK(*b.Read(seen, 0, 100) == "epoch 2, longer");
+  CHECK(AreaTree(b) == AreaTree(a));
+
+  // Removed on A: gone on B.
+  REQUIRE(a.Unlink(ck->ino, "model.pt").ok());
+  REQUIRE(a.Fsync(a.root_ino()).ok());
+  CHECK(Resolve(b, "ckpt/model.pt") == 0);
+  CHECK(AreaTree(b) == Tree{{"ckpt", "<dir>"}});
+
+  // Both write one path: the copy drained last wins whole, and is counted.
+  put(a, a.root_ino(), "same.txt", "from A");
+  put(b, b.root_ino(), "same.txt", "from B, longer");
+  CHECK(DiskTree(tmp.path() + "/persist")["same.txt"] == "from B, longer");
+  JsonWriter w;
+  w.BeginObject();
+  b.WriteStats(w);
+  w.EndObject();
+  CHECK(w.str().find("\"conflicts\":1") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace clairfs::fs
