@@ -44,6 +44,15 @@ std::pair<std::string_view, std::string_view> SplitLast(std::string_view rel) {
   return {rel.substr(0, slash), rel.substr(slash + 1)};
 }
 
+std::array<timespec, 2> MtimeTimes(int64_t mtime_ns) {
+  timespec t{static_cast<time_t>(mtime_ns / 1000000000), static_cast<long>(mtime_ns % 1000000000)};
+  if (t.tv_nsec < 0) {
+    t.tv_nsec += 1000000000;
+    t.tv_sec -= 1;
+  }
+  return {t, t};
+}
+
 std::string JoinRel(std::string_view a, std::string_view b) {
   if (a.empty() || a == ".") return std::string(b);
   if (b.empty()) return std::string(a);

@@ -13,7 +13,9 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
+#include <ctime>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -52,6 +54,8 @@ Status RemoveTreeAt(int dir, const std::string& name);
 // Copies `size` bytes of `in` to `out`, both from offset 0 (copy_file_range
 // where the file systems allow it). Stops early, ok, if `in` is shorter.
 Status CopyFileBytes(int in, int out, uint64_t size);
+// {mtime, mtime} for futimens (atime is shown as the mtime anyway).
+std::array<timespec, 2> MtimeTimes(int64_t mtime_ns);
 // Joins two relative paths ("" is the base).
 std::string JoinRel(std::string_view a, std::string_view b);
 

@@ -259,6 +259,10 @@ std::pair<int, std::string> WriteArea::LocalOf(const Node* n) const {
   return {tree_.get(), PathOf(n)};
 }
 
+std::string WriteArea::PersistOf(const Node* n) const {
+  return n->persist_path.empty() ? PathOf(n) : n->persist_path;
+}
+
 Attr WriteArea::AttrOf(const Node* n) {
   Attr a;
   a.ino = n->ino;
@@ -335,7 +339,7 @@ Status WriteArea::CopyUp(Node* n) {
     for (auto& [name, child] : n->children) CLAIRFS_RETURN_IF_ERROR(CopyUp(child));
     return Status::Ok();
   }
-  if (n->local) return Status::Ok();
+  if (n->local || n->direct) return Status::Ok();  // direct: it stays in persist
   if (n->unlinked) return Status::IOError("a removed file of an earlier run", ESTALE);
   const std::string path = PathOf(n);
   auto in = OpenBeneath(persist_.get(), path, O_RDONLY);
@@ -450,7 +454,7 @@ void WriteArea::DiscoverAll(Node* dir) {
 
 bool WriteArea::Refresh(Node* n) {
   if (n->local || n->dir() || n->unlinked) return true;
-  const std::string path = PathOf(n);
+  const std::string path = PersistOf(n);
   auto [dir, leaf] = SplitLast(path);
   auto at = OpenBeneath(persist_.get(), dir, O_RDONLY | O_DIRECTORY);
   struct stat st;
@@ -508,6 +512,24 @@ Result<Attr> WriteArea::SetAttr(uint64_t ino, const AttrChange& c) {
     return Status::IOError("the area's files belong to the mounting user", EPERM);
   }
   if (c.size && n->dir()) return Status::IOError("is a directory", EISDIR);
+  if (n->direct) {
+    // Changed where its bytes are: in persist.
+    auto f = OpenBeneath(persist_.get(), PersistOf(n), O_WRONLY);
+    if (!f.ok()) return f.status();
+    if (c.size && ::ftruncate(f->get(), static_cast<off_t>(c.new_size)) != 0) {
+      return Status::FromErrno(errno, "truncate");
+    }
+    if (c.mode) {
+      n->mode = (n->mode & S_IFMT) | (c.new_mode & 07777);
+      ::fchmod(f->get(), c.new_mode & 07777);
+    }
+    if (c.mtime) {
+      const auto times = MtimeTimes(c.new_mtime_ns);
+      if (::futimens(f->get(), times.data()) != 0) return Status::FromErrno(errno, "utimens");
+    }
+    Refresh(n);
+    return AttrOf(n);
+  }
   if (c.size || (c.mtime && !n->dir())) CLAIRFS_RETURN_IF_ERROR(CopyUp(n));
   const bool has_local = n->local || n->dir();
   Fd fd;
@@ -527,10 +549,9 @@ Result<Attr> WriteArea::SetAttr(uint64_t ino, const AttrChange& c) {
   }
   if (c.mtime) {
     n->mtime_ns = c.new_mtime_ns;
-    const timespec t{static_cast<time_t>(c.new_mtime_ns / 1000000000),
-                     static_cast<long>(c.new_mtime_ns % 1000000000)};
-    const timespec times[2] = {t, t};
-    if (fd.valid() && ::futimens(fd.get(), times) != 0) return Status::FromErrno(errno, "utimens");
+    const auto times = MtimeTimes(c.new_mtime_ns);
+    if (fd.valid() && ::futimens(fd.get(), times.data()) != 0)
+      return Status::FromErrno(errno, "utimens");
   }
   if (c.size) {
     MarkWritten(n);
@@ -638,20 +659,31 @@ Status WriteArea::Rename(uint64_t parent, std::string_view name, uint64_t new_pa
     if (!n->dir() && target->dir()) return Status::IOError("is a directory", EISDIR);
     if (target->dir() && !target->children.empty()) return Status::IOError("not empty", ENOTEMPTY);
   }
-  // Persist-only bytes under the old name are copied to `local` first: the
-  // drain renames them in persist later, and reads meanwhile find them here.
-  CLAIRFS_RETURN_IF_ERROR(CopyUp(n));
-  auto src = LocalDir(*from_dir);
-  if (!src.ok()) return src.status();
-  auto dst = LocalDir(*to_dir);
-  if (!dst.ok()) return dst.status();
+  // A persist-only file keeps its bytes where they are until the drain
+  // renames them (persist_path); under a directory, persist-only files are
+  // copied to `local` first, so that reads meanwhile find them.
+  if (n->dir()) {
+    CLAIRFS_RETURN_IF_ERROR(CopyUp(n));
+  } else if (!n->local) {
+    n->persist_path = PersistOf(n);
+  }
+  const bool moves_local = n->local || n->dir();
+  Fd src, dst;
+  if (moves_local) {
+    auto from_fd = LocalDir(*from_dir);
+    if (!from_fd.ok()) return from_fd.status();
+    auto to_fd = LocalDir(*to_dir);
+    if (!to_fd.ok()) return to_fd.status();
+    src = std::move(from_fd).value();
+    dst = std::move(to_fd).value();
+  }
   const std::string from = PathOf(n);
   const std::string leaf(name), new_leaf(new_name);
   if (target != nullptr) {
     // Replaced in one step in persist too: the rename there replaces it.
     CLAIRFS_RETURN_IF_ERROR(Remove(target));
   }
-  if (::renameat(src->get(), leaf.c_str(), dst->get(), new_leaf.c_str()) != 0) {
+  if (moves_local && ::renameat(src.get(), leaf.c_str(), dst.get(), new_leaf.c_str()) != 0) {
     return Status::FromErrno(errno, "rename " + from);
   }
   Touch(*from_dir);
@@ -680,7 +712,7 @@ Result<std::string> WriteArea::Read(uint64_t ino, uint64_t offset, size_t size) 
     if (n->dir()) return Status::IOError("is a directory", EISDIR);
     if (!n->local && n->unlinked)
       return Status::IOError("a removed file of an earlier run", ESTALE);
-    auto [base, rel] = n->local ? LocalOf(n) : std::pair{persist_.get(), PathOf(n)};
+    auto [base, rel] = n->local ? LocalOf(n) : std::pair{persist_.get(), PersistOf(n)};
     auto f = OpenBeneath(base, rel, O_RDONLY);
     if (!f.ok()) return f.status();
     fd = std::move(f).value();
@@ -700,33 +732,100 @@ Result<std::string> WriteArea::Read(uint64_t ino, uint64_t offset, size_t size) 
 }
 
 Result<size_t> WriteArea::Write(uint64_t ino, uint64_t offset, const char* data, size_t size) {
-  Fd fd;
+  for (int attempt = 0;; ++attempt) {
+    auto fd = OpenForWrite(ino);
+    if (!fd.ok() && fd.status().err() == ENOSPC && attempt == 0) {
+      CLAIRFS_RETURN_IF_ERROR(GoDirect(ino));
+      continue;
+    }
+    if (!fd.ok()) return fd.status();
+    size_t done = 0;
+    int err = 0;
+    while (done < size) {
+      const ssize_t n =
+          ::pwrite(fd->get(), data + done, size - done, static_cast<off_t>(offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        err = errno;
+        break;
+      }
+      done += static_cast<size_t>(n);
+    }
+    bytes_written_ += done;
+    {
+      MutexLock lock(&mu_);
+      if (Node* n = Find(ino)) MarkWritten(n);
+    }
+    if (err == ENOSPC && attempt == 0) {
+      // `local` is full: the file moves to persist, and the rest is written there.
+      CLAIRFS_RETURN_IF_ERROR(GoDirect(ino));
+      auto rest = Write(ino, offset + done, data + done, size - done);
+      if (!rest.ok()) return done > 0 ? Result<size_t>(done) : rest;
+      return done + *rest;
+    }
+    if (err != 0 && done == 0) return Status::FromErrno(err, "write");
+    return done;  // short only with an error after some bytes: the caller retries the rest
+  }
+}
+
+Result<Fd> WriteArea::OpenForWrite(uint64_t ino) {
+  MutexLock lock(&mu_);
+  Node* n = Find(ino);
+  if (n == nullptr) return Status::NotFound("inode " + std::to_string(ino));
+  if (n->dir()) return Status::IOError("is a directory", EISDIR);
+  if (n->direct) return OpenBeneath(persist_.get(), PersistOf(n), O_WRONLY);
+  Status up = CopyUp(n);
+  if (!up.ok() && up.err() == ENOSPC && !n->unlinked) {
+    n->direct = true;  // its bytes are in persist already: written there
+    direct_files_++;
+    return OpenBeneath(persist_.get(), PersistOf(n), O_WRONLY);
+  }
+  CLAIRFS_RETURN_IF_ERROR(up);
+  auto [base, rel] = LocalOf(n);
+  return OpenBeneath(base, rel, O_WRONLY);
+}
+
+Status WriteArea::GoDirect(uint64_t ino) {
+  // The changes queued before go to persist first: the file must not be
+  // overtaken there by an older step (an unlink of its name).
+  uint64_t seq;
   {
     MutexLock lock(&mu_);
-    Node* n = Find(ino);
-    if (n == nullptr) return Status::NotFound("inode " + std::to_string(ino));
-    if (n->dir()) return Status::IOError("is a directory", EISDIR);
-    CLAIRFS_RETURN_IF_ERROR(CopyUp(n));
-    auto [base, rel] = LocalOf(n);
-    auto f = OpenBeneath(base, rel, O_WRONLY);
-    if (!f.ok()) return f.status();
-    fd = std::move(f).value();
+    seq = next_seq_ - 1;
   }
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t n =
-        ::pwrite(fd.get(), data + done, size - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      if (done > 0) break;  // a short write: the caller writes the rest again
-      return Status::FromErrno(errno, "write");
-    }
-    done += static_cast<size_t>(n);
-  }
-  bytes_written_ += done;
+  Status before = WaitDrained(seq);
+  if (!before.ok()) return Status::NoSpace("writes: local is full and " + before.message());
   MutexLock lock(&mu_);
-  if (Node* n = Find(ino)) MarkWritten(n);
-  return done;
+  Node* n = Find(ino);
+  if (n == nullptr) return Status::NotFound("inode " + std::to_string(ino));
+  if (n->direct || !n->local) {
+    n->direct = true;
+    return Status::Ok();
+  }
+  if (n->unlinked) return Status::NoSpace("writes: " + options_.local + " is full");
+  const std::string path = PathOf(n);
+  auto in = OpenBeneath(tree_.get(), path, O_RDONLY);
+  if (!in.ok()) return in.status();
+  // Under the lock: no write of this file may land in `local` meanwhile.
+  auto put = CopyIntoPersist(in->get(), path, n->mode & 07777, next_seq_);
+  if (!put.ok()) {
+    return Status::NoSpace("writes: " + options_.local + " is full and " + options_.persist +
+                           " refused " + path + ": " + put.status().message());
+  }
+  NoteReplaced(path, put->replaced);
+  known_[path] = put->made;
+  ::unlinkat(tree_.get(), path.c_str(), 0);
+  n->local = false;
+  n->direct = true;
+  n->size = put->made.size;
+  n->mtime_ns = put->made.mtime_ns;
+  written_.erase(ino);
+  if (direct_files_++ == 0) {
+    Log(LogLevel::kWarn, "writes: " + options_.local + " is full: " + path +
+                             " (and every file that does not fit) is written to " +
+                             options_.persist + " directly");
+  }
+  return Status::Ok();
 }
 
 Status WriteArea::Fsync(uint64_t ino) {
@@ -742,7 +841,18 @@ Status WriteArea::Fsync(uint64_t ino) {
     }
     seq = next_seq_ - 1;
   }
-  return WaitDrained(seq);
+  CLAIRFS_RETURN_IF_ERROR(WaitDrained(seq));
+  std::string direct;
+  {
+    MutexLock lock(&mu_);
+    Node* n = Find(ino);
+    if (n != nullptr && n->direct && !n->unlinked) direct = PersistOf(n);
+  }
+  if (direct.empty()) return Status::Ok();
+  auto f = OpenBeneath(persist_.get(), direct, O_RDONLY);
+  if (!f.ok()) return f.status();
+  if (::fsync(f->get()) != 0) return Status::FromErrno(errno, "fsync " + direct);
+  return Status::Ok();
 }
 
 Status WriteArea::WaitDrained(uint64_t seq) {
@@ -834,6 +944,7 @@ void WriteArea::WriteStats(JsonWriter& w) {
       .Integer("recovered_files", recovered_files_)
       .Integer("found_in_persist", discovered_)
       .Integer("conflicts", conflicts_)
+      .Integer("direct_files", direct_files_)
       .Integer("copied_up_bytes", copied_up_bytes_);
 }
 

@@ -125,6 +125,11 @@ class WriteArea {
     uint32_t mode = 0;  // type and permission bits
     bool local = true;  // a file's bytes are in `local` (else in persist at its path)
     bool unlinked = false;
+    // Written in persist directly: it did not fit in `local` (implies !local).
+    bool direct = false;
+    // A persist-only file renamed in the area before the drain renamed it in
+    // persist: where its bytes are until then ("": at its path).
+    std::string persist_path;
     uint64_t size = 0;       // a persist-only file's, from the scan
     int64_t mtime_ns = 0;    // directories and persist-only files
     int64_t written_ns = 0;  // last write, for `settle`
@@ -195,9 +200,24 @@ class WriteArea {
   Result<Fd> PersistDir(std::string_view rel, bool make);
   // `path` and everything below it leave known_.
   void ForgetKnown(const std::string& path) CLAIRFS_REQUIRES(mu_);
-  // Before the drain replaces `name` in persist directory `dir` (area path
-  // `path`): a file there that is not the one this daemon knows is a conflict.
-  void CheckReplace(int dir, const std::string& name, const std::string& path);
+  // The file `name` in directory `dir` (none: absent or not a file).
+  struct Stamp;
+  static std::optional<Stamp> StampAt(int dir, const std::string& name);
+  // The drain replaced `there` at `path` in persist: a file that is not the
+  // one this daemon knew there is a conflict (counted, logged).
+  void NoteReplaced(const std::string& path, const std::optional<Stamp>& there)
+      CLAIRFS_REQUIRES(mu_);
+  // Copies all of `in` to persist at `path` (a hidden temporary beside it,
+  // `tag` in its name; fsynced; renamed over what was there).
+  struct Copied;
+  Result<Copied> CopyIntoPersist(int in, const std::string& path, uint32_t mode, uint64_t tag);
+  // A file that no longer fits in `local`: its bytes moved to persist, where
+  // its writes go from now on (Node::direct).
+  Status GoDirect(uint64_t ino);
+  // A descriptor to write a file's bytes (copied up first, unless direct).
+  Result<Fd> OpenForWrite(uint64_t ino);
+  // Where a persist-only file's bytes are in persist.
+  std::string PersistOf(const Node* n) const CLAIRFS_REQUIRES(mu_);
 
   const WriteAreaOptions options_;
   const uint64_t first_ino_;
@@ -217,6 +237,10 @@ class WriteArea {
     int64_t mtime_ns = 0;
     bool operator==(const Stamp&) const = default;
   };
+  struct Copied {
+    Stamp made;                     // the copy, as made
+    std::optional<Stamp> replaced;  // the file it replaced
+  };
   std::map<std::string, Stamp> known_ CLAIRFS_GUARDED_BY(mu_);
   uint64_t next_seq_ CLAIRFS_GUARDED_BY(mu_) = 1;
   uint64_t replayed_seq_ CLAIRFS_GUARDED_BY(mu_) = 0;
@@ -227,7 +251,7 @@ class WriteArea {
 
   std::atomic<uint64_t> bytes_written_{0}, bytes_drained_{0}, files_drained_{0};
   std::atomic<uint64_t> steps_replayed_{0}, drain_failures_{0}, copied_up_bytes_{0};
-  std::atomic<uint64_t> recovered_files_{0}, discovered_{0}, conflicts_{0};
+  std::atomic<uint64_t> recovered_files_{0}, discovered_{0}, conflicts_{0}, direct_files_{0};
 };
 
 }  // namespace clairfs::fs

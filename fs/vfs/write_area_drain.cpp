@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <optional>
 #include <vector>
 
 #include "base/log.hpp"
@@ -35,13 +36,18 @@ void WriteArea::ForgetKnown(const std::string& path) {
   }
 }
 
-void WriteArea::CheckReplace(int dir, const std::string& name, const std::string& path) {
+std::optional<WriteArea::Stamp> WriteArea::StampAt(int dir, const std::string& name) {
   struct stat st;
-  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) return;
-  const Stamp there{static_cast<uint64_t>(st.st_size), MtimeNs(st)};
-  MutexLock lock(&mu_);
+  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) {
+    return std::nullopt;
+  }
+  return Stamp{static_cast<uint64_t>(st.st_size), MtimeNs(st)};
+}
+
+void WriteArea::NoteReplaced(const std::string& path, const std::optional<Stamp>& there) {
+  if (!there) return;
   auto it = known_.find(path);
-  if (it != known_.end() && it->second == there) return;
+  if (it != known_.end() && it->second == *there) return;
   conflicts_++;
   Log(LogLevel::kWarn, "writes: " + path + " in " + options_.persist +
                            " was written by another node (or job) too; this node's copy, "
@@ -181,7 +187,7 @@ Status WriteArea::Replay(const Step& step) {
       auto dst = PersistDir(to_dir, true);
       if (!dst.ok()) return dst.status();
       const std::string a(from_leaf), b(to_leaf);
-      CheckReplace(dst->get(), b, step.to);
+      const std::optional<Stamp> replaced = StampAt(dst->get(), b);
       if (::renameat(src->get(), a.c_str(), dst->get(), b.c_str()) != 0) {
         if (errno == ENOENT) return Status::Ok();  // never drained: its put comes later
         if (errno != ENOTEMPTY && errno != EEXIST && errno != EISDIR && errno != ENOTDIR) {
@@ -196,6 +202,11 @@ Status WriteArea::Replay(const Step& step) {
       }
       {
         MutexLock lock(&mu_);
+        NoteReplaced(step.to, replaced);
+        // A file renamed while only in persist: its bytes are at the new name now.
+        if (Node* n = Find(step.ino); n != nullptr && !n->local && n->persist_path == step.path) {
+          n->persist_path = step.to == PathOf(n) ? std::string() : step.to;
+        }
         // What persist had under the old name it now has under the new one.
         std::vector<std::pair<std::string, Stamp>> moved;
         const std::string below = step.path + "/";
@@ -235,47 +246,59 @@ Status WriteArea::ReplayPut(const Step& step) {
     // Renamed between the lookup and the open: look again.
     if (f.status().err() != ENOENT || attempt == 3) return f.status();
   }
+  auto put = CopyIntoPersist(in.get(), step.path, mode, step.seq);
+  if (!put.ok()) return put.status();
+  MutexLock lock(&mu_);
+  NoteReplaced(step.path, put->replaced);
+  known_[step.path] = put->made;
+  bytes_drained_ += put->made.size;
+  files_drained_++;
+  return Status::Ok();
+}
+
+Result<WriteArea::Copied> WriteArea::CopyIntoPersist(int in, const std::string& path, uint32_t mode,
+                                                     uint64_t tag) {
   struct stat st;
-  if (::fstat(in.get(), &st) != 0) return Status::FromErrno(errno, "stat " + step.path);
-  auto [dir, leaf] = SplitLast(step.path);
+  if (::fstat(in, &st) != 0) return Status::FromErrno(errno, "stat " + path);
+  auto [dir, leaf] = SplitLast(path);
   auto at = PersistDir(dir, true);
   if (!at.ok()) return at.status();
   const std::string tmp =
-      std::string(".clairfs-drain.") + std::to_string(::getpid()) + "." + std::to_string(step.seq);
+      std::string(".clairfs-drain.") + std::to_string(::getpid()) + "." + std::to_string(tag);
   auto out = OpenBeneath(at->get(), tmp, O_CREAT | O_EXCL | O_WRONLY, 0600);
   if (!out.ok()) return out.status();
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  Status copied = CopyFileBytes(in.get(), out->get(), size);
+  Copied result;
+  Status copied = CopyFileBytes(in, out->get(), static_cast<uint64_t>(st.st_size));
   const timespec times[2] = {st.st_mtim, st.st_mtim};
   if (copied.ok() && (::fchmod(out->get(), mode) != 0 || ::futimens(out->get(), times) != 0)) {
-    copied = Status::FromErrno(errno, "set attributes of " + step.path);
+    copied = Status::FromErrno(errno, "set attributes of " + path);
   }
-  if (copied.ok()) copied = Sync(out->get(), step.path);
+  if (copied.ok()) copied = Sync(out->get(), path);
   const std::string name(leaf);
   struct stat made;
   if (copied.ok() && ::fstat(out->get(), &made) != 0) copied = Status::FromErrno(errno, "stat");
-  if (copied.ok()) CheckReplace(at->get(), name, step.path);
+  struct stat there;
+  if (copied.ok() && ::fstatat(at->get(), name.c_str(), &there, AT_SYMLINK_NOFOLLOW) == 0 &&
+      S_ISREG(there.st_mode)) {
+    result.replaced = Stamp{static_cast<uint64_t>(there.st_size), MtimeNs(there)};
+  }
   if (copied.ok() && ::renameat(at->get(), tmp.c_str(), at->get(), name.c_str()) != 0) {
     if (errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST) {
       copied = RemoveTreeAt(at->get(), name);
       if (copied.ok() && ::renameat(at->get(), tmp.c_str(), at->get(), name.c_str()) != 0) {
-        copied = Status::FromErrno(errno, "rename into " + step.path);
+        copied = Status::FromErrno(errno, "rename into " + path);
       }
     } else {
-      copied = Status::FromErrno(errno, "rename into " + step.path);
+      copied = Status::FromErrno(errno, "rename into " + path);
     }
   }
   if (!copied.ok()) {
     ::unlinkat(at->get(), tmp.c_str(), 0);
     return copied;
   }
-  {
-    MutexLock lock(&mu_);
-    known_[step.path] = Stamp{static_cast<uint64_t>(made.st_size), MtimeNs(made)};
-  }
-  bytes_drained_ += size;
-  files_drained_++;
-  return Sync(at->get(), dir.empty() ? "." : std::string(dir));
+  CLAIRFS_RETURN_IF_ERROR(Sync(at->get(), dir.empty() ? "." : std::string(dir)));
+  result.made = Stamp{static_cast<uint64_t>(made.st_size), MtimeNs(made)};
+  return result;
 }
 
 Status WriteArea::ReplayMeta(const Step& step) {
@@ -293,10 +316,8 @@ Status WriteArea::ReplayMeta(const Step& step) {
   }
   auto f = OpenBeneath(persist_.get(), step.path, dir ? (O_RDONLY | O_DIRECTORY) : O_RDONLY);
   if (!f.ok()) return f.status().err() == ENOENT ? Status::Ok() : f.status();
-  const timespec t{static_cast<time_t>(mtime_ns / 1000000000),
-                   static_cast<long>(mtime_ns % 1000000000)};
-  const timespec times[2] = {t, t};
-  if (::fchmod(f->get(), mode) != 0 || ::futimens(f->get(), times) != 0) {
+  const auto times = MtimeTimes(mtime_ns);
+  if (::fchmod(f->get(), mode) != 0 || ::futimens(f->get(), times.data()) != 0) {
     return Status::FromErrno(errno, "set attributes of " + step.path);
   }
   return Sync(f->get(), step.path);

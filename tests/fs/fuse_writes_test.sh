@@ -151,6 +151,41 @@ fusermount3 -u "$WORK/mnt-a" && fusermount3 -u "$WORK/mnt-b"
 wait "$pid_a" && wait "$pid_b" || fail "a daemon exited non-zero"
 echo "ok   two daemons over one persist: b reads what a drained, replaced and removed"
 
+# A full local disk: a tmpfs of 1 MiB as writes_local. What does not fit is
+# written to persist directly; nothing is short, nothing is lost.
+mkdir -p "$WORK/tiny"
+mount -t tmpfs -o size=1m tmpfs "$WORK/tiny" || fail "cannot mount a tmpfs (root is needed)"
+MNT=$WORK/mnt-full LOG=$WORK/dfull.log
+mount_dataset "$WORK/out" "$MNT" "$LOG" --writes-dir outputs \
+  --writes-local "$WORK/tiny/local" --writes-persist "$WORK/persist-full"
+"$PY" - "$MNT/outputs" "$WORK/reference-full" <<'PYEOF' || { umount "$WORK/tiny"; fail "writing with a full local disk"; }
+import os, sys, tempfile
+for root in sys.argv[1:]:
+    os.makedirs(root, exist_ok=True)
+    data = bytes(range(256)) * 12288  # 3 MiB: more than the local disk
+    with open(os.path.join(root, "small.txt"), "w") as f:
+        f.write("fits\n")
+    with open(os.path.join(root, "big.bin"), "wb") as f:
+        f.write(data)
+    fd, tmp = tempfile.mkstemp(dir=root)  # torch.save's way, too big as well
+    os.write(fd, data[::-1])
+    os.fsync(fd)
+    os.close(fd)
+    os.replace(tmp, os.path.join(root, "model.pt"))
+    with open(os.path.join(root, "big.bin"), "r+b") as f:  # in place, after the move
+        f.seek(1000)
+        f.write(b"patched")
+    os.truncate(os.path.join(root, "big.bin"), 2000000)
+PYEOF
+diff -r "$WORK/reference-full" "$MNT/outputs" || { umount "$WORK/tiny"; fail "the area differs after writes that did not fit"; }
+direct=$(st 'd["writes"]["direct_files"]')
+unmount "$MNT" || { umount "$WORK/tiny"; fail "clairfsd exited non-zero: $(tail -5 "$LOG")"; }
+umount "$WORK/tiny"
+diff -r "$WORK/reference-full" "$WORK/persist-full" || fail "persist differs after writes that did not fit"
+((direct >= 2)) || fail "writes.direct_files is $direct, want the 2 files that did not fit"
+grep -q "is full: .* written to .* directly" "$LOG" || fail "no message about the full local disk"
+echo "ok   a full writes_local: $direct files written to persist directly, none short or lost"
+
 # --- writes_settle_ms: closed files wait for it; fsync does not.
 MNT=$WORK/mnt3 LOG=$WORK/d3.log
 mount_dataset "$WORK/out" "$MNT" "$LOG" --writes-dir outputs --writes-settle-ms 600000 \

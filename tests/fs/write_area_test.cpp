@@ -361,6 +361,29 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "An earlier run's file renamed before the drain renames it is read from where its "
+    "bytes are",
+    "[write_area]") {
+  TempDir tmp;
+  stdfs::create_directories(tmp.path() + "/persist/run1");
+  std::ofstream(tmp.path() + "/persist/run1/best.pt") << "weights";
+  auto area = WriteArea::Open(Options(tmp.path(), std::chrono::milliseconds(0)), kFirstIno);
+  REQUIRE(area.ok());
+  WriteArea& a = **area;  // the drain not started: the rename stays queued
+  const uint64_t dir = Resolve(a, "run1");
+  const uint64_t f = Resolve(a, "run1/best.pt");
+  REQUIRE(a.Rename(dir, "best.pt", a.root_ino(), "restored.pt", 0).ok());
+  CHECK(*a.Read(f, 0, 100) == "weights");
+  CHECK(a.Lookup(dir, "best.pt").status().IsNotFound());  // not found again in persist
+  CHECK(a.GetAttr(f)->size == 7);
+  a.Start();
+  REQUIRE(a.Fsync(a.root_ino()).ok());
+  CHECK(*a.Read(f, 0, 100) == "weights");
+  CHECK(DiskTree(tmp.path() + "/persist") == Tree{{"run1", "<dir>"}, {"restored.pt", "weights"}});
+  CHECK(stdfs::is_empty(tmp.path() + "/local/tree"));  // never copied
+}
+
+TEST_CASE(
     "Two nodes over one persist: what one drains the other finds, replaced and removed "
     "ones included; writing the same path twice is a counted conflict, never a mix",
     "[write_area]") {
