@@ -29,6 +29,17 @@ mounted "$T/mnt0" && fail "mount left after the run" || pass "unmounted after th
 grep -q "clairfs-run: $(hostname): prefetching off (no prefetch settings, and no loader reported" "$T/out1" \
   && pass "the summary: prefetching off, and why" || { fail "no summary line"; cat "$T/out1"; }
 
+# --- a writable area (from --config): written by the command, drained when the
+# daemons stop, and the run says so.
+printf 'writes_dir: outputs\nwrites_local: %s\nwrites_persist: %s\n' "$T/wlocal{rank}" "$T/wpersist" \
+  >"$T/writes.yaml"
+"$RUN" --dataset out --mount "$T/mnt0" --config "$T/writes.yaml" --logs "$T/logsw" -- \
+  sh -c "echo 'epoch 1' >'$T/mnt0/outputs/log.txt'" >"$T/outw" 2>&1
+[[ $? -eq 0 && $(cat "$T/wpersist/log.txt" 2>/dev/null) == "epoch 1" ]] &&
+  grep -q "clairfs-run: $(hostname): .*writes: 1 file(s), 8 bytes drained to $T/wpersist" "$T/outw" &&
+  pass "a file written through the mount is drained at the end, and the run says so" ||
+  { fail "writes through clairfs-run"; cat "$T/outw"; }
+
 # --- the summary of saved stats: readiness after the first epoch, and why not.
 mkdir -p "$T/sum"
 cat >"$T/sum/stats-n1.json" <<'JSON'
