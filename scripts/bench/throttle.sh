@@ -3,6 +3,7 @@
 # loop device, read-throttled for every process by a cgroup-v1 blkio rule.
 #
 #   pfs_setup DIR SIZE_GIB MBPS IOPS   mounts DIR/pfs, sets PFS_MNT, PFS_CGROUP
+#   pfs_throttle_writes                throttles writes to it too (same MBPS and IOPS)
 #   pfs_enter                          moves this shell (and children) into the throttle
 #   pfs_teardown                       unmounts and removes everything
 #   drop_caches                        sync + drop the page cache
@@ -28,6 +29,19 @@ pfs_setup() {
   echo "$majmin $((mbps * 1000000))" >"$PFS_CGROUP/blkio.throttle.read_bps_device"
   echo "$majmin $iops" >"$PFS_CGROUP/blkio.throttle.read_iops_device"
   PFS_DESC="ext4 on $PFS_LOOP, reads throttled to $mbps MB/s and $iops IOPS (cgroup v1 blkio)"
+  PFS_MBPS=$mbps PFS_IOPS=$iops
+}
+
+# cgroup v1 throttles the writes a process of the cgroup issues itself: its
+# fsync (and O_DIRECT) writes, not the kernel's background writeback of dirty
+# pages, so a buffered write lands in the page cache at memory speed and pays
+# the throttle when it is fsynced.
+pfs_throttle_writes() {
+  local majmin
+  majmin=$(lsblk -dno MAJ:MIN "$PFS_LOOP" | tr -d ' ')
+  echo "$majmin $((PFS_MBPS * 1000000))" >"$PFS_CGROUP/blkio.throttle.write_bps_device"
+  echo "$majmin $PFS_IOPS" >"$PFS_CGROUP/blkio.throttle.write_iops_device"
+  PFS_DESC="ext4 on $PFS_LOOP, reads and fsynced writes throttled to $PFS_MBPS MB/s and $PFS_IOPS IOPS (cgroup v1 blkio)"
 }
 
 pfs_enter() { echo $$ >"$PFS_CGROUP/cgroup.procs"; }

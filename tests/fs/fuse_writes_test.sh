@@ -81,6 +81,65 @@ diff -r "$WORK/reference" "$MNT/outputs" || fail "the area differs from the same
 [[ -f $WORK/local/tree/ckpt/model.keras ]] || fail "writes_local: the bytes are not in $WORK/local"
 echo "ok   writes_dir, writes_local: library-style writes give the local directory's tree"
 
+# Random changes through the mount and on a local directory, compared after
+# every step (names, types, sizes, bytes, errnos).
+"$PY" - "$MNT/outputs/random" "$WORK/model-random" <<'PYEOF' || fail "random changes: the mount and a local directory disagree"
+import errno, os, random, sys
+area, model = sys.argv[1], sys.argv[2]
+os.makedirs(area)
+os.makedirs(model)
+rng = random.Random(11)
+names = ["a", "b", "c"]
+def rand_path():
+    return "/".join(rng.choice(names) for _ in range(rng.randint(1, 3)))
+def apply(root, op, p, q, data, off, size):
+    a, b = os.path.join(root, p), os.path.join(root, q)
+    try:
+        if op == "mkdir": os.mkdir(a)
+        elif op == "write":
+            fd = os.open(a, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                os.pwrite(fd, data, off)
+            finally:
+                os.close(fd)
+        elif op == "truncate": os.truncate(a, size)
+        elif op == "unlink": os.unlink(a)
+        elif op == "rmdir": os.rmdir(a)
+        elif op == "rename": os.rename(a, b)
+        elif op == "fsync":
+            fd = os.open(a, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        return "ok"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+def tree(root):
+    out = {}
+    for d, dirs, files in os.walk(root):
+        for n in dirs:
+            out[os.path.relpath(os.path.join(d, n), root)] = "dir"
+        for n in files:
+            with open(os.path.join(d, n), "rb") as f:
+                out[os.path.relpath(os.path.join(d, n), root)] = f.read()
+    return out
+for step in range(400):
+    op = rng.choice(["mkdir", "write", "write", "truncate", "unlink", "rmdir", "rename", "rename", "fsync"])
+    p, q = rand_path(), rand_path()
+    data = bytes([rng.randrange(256)]) * rng.randint(1, 70000)
+    off, size = rng.randrange(100000), rng.randrange(100000)
+    got, want = apply(area, op, p, q, data, off, size), apply(model, op, p, q, data, off, size)
+    if got != want:
+        sys.exit("step %d %s %s %s: mount %s, local %s" % (step, op, p, q, got, want))
+    if tree(area) != tree(model):
+        sys.exit("step %d %s %s %s: the trees differ" % (step, op, p, q))
+print("400 random steps agree")
+PYEOF
+rm -rf "$MNT/outputs/random"
+[[ -e $MNT/outputs/random ]] && fail "rm -rf of a directory in the area left it"
+echo "ok   400 random changes through the mount agree with a local directory after every step"
+
 # The dataset stays read-only, the area has no links, and nothing crosses.
 touch "$MNT/data/new" 2>/dev/null && fail "created a file in the dataset"
 echo x >>"$MNT/data/f1" 2>/dev/null && fail "appended to a dataset file"
