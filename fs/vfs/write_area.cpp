@@ -862,7 +862,7 @@ Status WriteArea::WaitDrained(uint64_t seq) {
       return Status::IOError("writes: not yet in " + options_.persist + ": " + failing_.message(),
                              failing_.err() != 0 ? failing_.err() : EIO);
     }
-    if (!drain_.joinable() || abandon_) {
+    if (!draining_ || abandon_) {
       return Status::IOError("writes: the drain is not running", EIO);
     }
     changed_.Wait(&lock);

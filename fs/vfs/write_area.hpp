@@ -247,7 +247,8 @@ class WriteArea {
   Status failing_ CLAIRFS_GUARDED_BY(mu_);         // the head step's last failure
   bool stopping_ CLAIRFS_GUARDED_BY(mu_) = false;  // Finish: queue every written file now
   bool abandon_ CLAIRFS_GUARDED_BY(mu_) = false;   // the drain thread ends at once
-  std::thread drain_;
+  bool draining_ CLAIRFS_GUARDED_BY(mu_) = false;  // Start has run
+  std::thread drain_;  // set by Start (under mu_), joined by Finish or the destructor
 
   std::atomic<uint64_t> bytes_written_{0}, bytes_drained_{0}, files_drained_{0};
   std::atomic<uint64_t> steps_replayed_{0}, drain_failures_{0}, copied_up_bytes_{0};

@@ -55,6 +55,8 @@ void WriteArea::NoteReplaced(const std::string& path, const std::optional<Stamp>
 }
 
 void WriteArea::Start() {
+  MutexLock lock(&mu_);  // requests may arrive meanwhile (WaitDrained reads draining_)
+  draining_ = true;
   drain_ = std::thread([this] {
     NameThread("clairfs-drain");
     DrainLoop();
@@ -68,7 +70,7 @@ Status WriteArea::Finish(std::chrono::milliseconds stalled) {
   uint64_t last = replayed_seq_;
   auto since = std::chrono::steady_clock::now();
   Status left;
-  while (drain_.joinable() && !(queue_.empty() && written_.empty())) {
+  while (draining_ && !(queue_.empty() && written_.empty())) {
     changed_.WaitUntil(&lock, std::chrono::steady_clock::now() + std::chrono::milliseconds(100));
     if (replayed_seq_ != last) {
       last = replayed_seq_;
@@ -82,7 +84,7 @@ Status WriteArea::Finish(std::chrono::milliseconds stalled) {
       break;
     }
   }
-  if (!drain_.joinable() && !(queue_.empty() && written_.empty())) {
+  if (!draining_ && !(queue_.empty() && written_.empty())) {
     left = Status::IOError("writes: the drain never started", EIO);
   }
   abandon_ = true;
