@@ -798,7 +798,10 @@ Status WriteArea::GoDirect(uint64_t ino) {
   MutexLock lock(&mu_);
   Node* n = Find(ino);
   if (n == nullptr) return Status::NotFound("inode " + std::to_string(ino));
-  if (n->direct || !n->local) {
+  if (n->direct) {
+    return Status::NoSpace("writes: " + options_.local + " and " + options_.persist + " are full");
+  }
+  if (!n->local) {
     n->direct = true;
     return Status::Ok();
   }
