@@ -77,8 +77,9 @@ class WriteArea {
   // Starts the drain thread.
   void Start();
   // Queues every written file now and waits until the drain has replayed
-  // everything or has made no progress for `stalled`; then stops it. Not ok:
-  // what is left (it stays in `local` and is drained at the next start).
+  // everything or has made no progress for `stalled`; then stops it. Ok: all
+  // is in persist, and local/tree is emptied. Not ok: what is left (it stays
+  // in `local` and is drained at the next start).
   Status Finish(std::chrono::milliseconds stalled);
 
   const std::string& name() const { return options_.name; }

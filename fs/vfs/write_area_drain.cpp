@@ -95,6 +95,15 @@ Status WriteArea::Finish(std::chrono::milliseconds stalled) {
     Log(LogLevel::kInfo, "writes: " + std::to_string(files_drained_.load()) + " file(s), " +
                              std::to_string(bytes_drained_.load()) + " bytes drained to " +
                              options_.persist);
+    // All of it is in persist: nothing here may be taken for a crashed run's
+    // undrained work by the next daemon (and drained over what other nodes or
+    // jobs have written to persist since).
+    Status cleared = RemoveTreeAt(local_.get(), "tree");
+    if (!cleared.ok()) {
+      Log(LogLevel::kWarn, "writes: could not empty " + options_.local +
+                               "/tree (the next daemon there drains what differs from persist): " +
+                               cleared.message());
+    }
   }
   return left;
 }

@@ -437,5 +437,41 @@ TEST_CASE(
   CHECK(w.str().find("\"conflicts\":1") != std::string::npos);
 }
 
+TEST_CASE(
+    "A clean stop leaves nothing in local that a later run on the node could drain "
+    "over what other nodes changed in persist since",
+    "[write_area]") {
+  TempDir tmp;
+  auto b_options = Options(tmp.path(), std::chrono::milliseconds(0));
+  b_options.local = tmp.path() + "/local-b";
+  {  // job 1 on node A
+    auto a = WriteArea::Open(Options(tmp.path(), std::chrono::milliseconds(0)), kFirstIno);
+    REQUIRE(a.ok());
+    (*a)->Start();
+    for (const char* name : {"old.pt", "best.pt"}) {
+      auto f = (*a)->Create((*a)->root_ino(), name, 0644);
+      REQUIRE((*a)->Write(f->ino, 0, "job 1", 5).ok());
+    }
+    REQUIRE((*a)->Finish(std::chrono::seconds(10)).ok());
+  }
+  CHECK_FALSE(stdfs::exists(tmp.path() + "/local/tree"));  // emptied
+  {  // job 2 on node B: removes one, replaces the other
+    auto b = WriteArea::Open(b_options, kFirstIno);
+    REQUIRE(b.ok());
+    WriteArea& area = **b;
+    area.Start();
+    REQUIRE(area.Unlink(area.root_ino(), "old.pt").ok());
+    auto f = area.Create(area.root_ino(), "tmp", 0644);
+    REQUIRE(area.Write(f->ino, 0, "job 2, better", 13).ok());
+    REQUIRE(area.Rename(area.root_ino(), "tmp", area.root_ino(), "best.pt", 0).ok());
+    REQUIRE(area.Finish(std::chrono::seconds(10)).ok());
+  }
+  // job 3 on node A again: sees job 2's state, drains nothing.
+  auto a = WriteArea::Open(Options(tmp.path(), std::chrono::milliseconds(0)), kFirstIno);
+  REQUIRE(a.ok());
+  CHECK((*a)->pending() == 0);
+  CHECK(AreaTree(**a) == Tree{{"best.pt", "job 2, better"}});
+}
+
 }  // namespace
 }  // namespace clairfs::fs
