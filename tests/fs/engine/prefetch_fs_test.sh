@@ -34,7 +34,12 @@ with open(os.path.join(root, "README"), "wb") as f:
 PYEOF
 pack "$WORK/src" "$WORK/out" --partitions 2
 
-BUDGET=$((4 * 1024 * 1024))
+# The budget the daemon recommends for this job (the loaders' window of 80
+# files plus a lead; below it, it warns that files will wait for room), still
+# well under the 11 MB of data, so files are evicted and fetched again. A
+# tighter budget leaves the prefetcher a lead of a few tens of milliseconds
+# over these fixed-rate readers, which a loaded CI host can swallow.
+BUDGET=$((6 * 1024 * 1024))
 PREFETCH_ARGS=(--ram-cache "$BUDGET"
   --prefetch-sampler torch-distributed --prefetch-root train --prefetch-seed 5
   --prefetch-epochs 2 --prefetch-world-size 2 --prefetch-workers 2 --prefetch-batch-size 8
@@ -49,6 +54,8 @@ wait_log() {  # wait_log LOG PATTERN: the daemon logged PATTERN within 5 s
 mount_dataset "$WORK/out" "$WORK/mnt" "$WORK/daemon.log" "${PREFETCH_ARGS[@]}"
 wait_log "$WORK/daemon.log" "opens seen through inotify on 8 directories"
 grep -q 'local ranks \[0,1\]' "$WORK/daemon.log" || { cat "$WORK/daemon.log"; fail "local ranks not 0,1"; }
+! grep -q "files will wait for room" "$WORK/daemon.log" \
+  || { cat "$WORK/daemon.log"; fail "the budget is below the one the daemon recommends"; }
 
 # Budget sampler: stats.json every 50 ms while the readers run.
 ( while [ ! -e "$WORK/stop" ]; do cat "$WORK/mnt/.clairfs/stats.json" >>"$WORK/samples" 2>/dev/null
@@ -104,7 +111,7 @@ assert e["predicted"] >= opens - window, e
 assert e["peak_used_bytes"] <= budget and cache["capacity_bytes"] == budget, (e, cache)
 assert cache["kept_by"] == "planner" and deviating["ram_cache"]["peak_bytes"] <= budget, cache
 assert e["budget_bytes"] == budget, e
-assert e["evictions"] > 0, "a 4 MiB budget over 11 MB of data must evict"
+assert e["evictions"] > 0, "a 6 MiB budget over 11 MB of data must evict"
 print("deviating run: opens %d deviations %d resyncs %d lost %s"
       % (d["opens"], d["deviations"], d["resyncs"], d["lost"]))
 assert d["opens"] == 2 * opens, d
