@@ -81,6 +81,75 @@ diff -r "$WORK/reference" "$MNT/outputs" || fail "the area differs from the same
 [[ -f $WORK/local/tree/ckpt/model.keras ]] || fail "writes_local: the bytes are not in $WORK/local"
 echo "ok   writes_dir, writes_local: library-style writes give the local directory's tree"
 
+# A file created write-only is written past the mount's page cache (direct_io);
+# one created read-write goes through it (it may be mapped). Either way other
+# descriptors of the file see every write at once.
+"$PY" - "$MNT/outputs" <<'PYEOF' || fail "write-only and read-write creates"
+import mmap, os, subprocess, sys
+root = sys.argv[1]
+def resident(path):  # the mount's cached pages of the file (fincore)
+    out = subprocess.run(["fincore", "--raw", "--noheadings", "--output", "PAGES", path],
+                         check=True, capture_output=True, text=True).stdout
+    return int(out.split()[0])
+data = os.urandom(4 << 20)
+for name, flags in (("wo.bin", os.O_WRONLY), ("rw.bin", os.O_RDWR)):
+    p = os.path.join(root, name)
+    w = os.open(p, flags | os.O_CREAT | os.O_EXCL, 0o644)
+    os.write(w, data[: 1 << 20])
+    r = os.open(p, os.O_RDONLY)
+    assert os.pread(r, 4096, 0) == data[:4096]  # cached by this reader now
+    os.pwrite(w, data[(1 << 20):(1 << 20) + 4096], 0)  # overwrites what r cached
+    assert os.pread(r, 4096, 0) == data[(1 << 20):(1 << 20) + 4096], name + ": a stale read"
+    os.pwrite(w, data[2 << 20:], 2 << 20)  # past the end: a hole between
+    m = mmap.mmap(r, 0, prot=mmap.PROT_READ)
+    assert m[(2 << 20) - 1] == 0 and m[2 << 20:] == data[2 << 20:], name + ": the mapping"
+    os.pwrite(w, b"Z" * 10, 5)
+    assert m[5:15] == b"Z" * 10, name + ": the mapping missed a write"
+    m.close()
+    os.close(r)
+    os.close(w)
+    a = os.open(p, os.O_WRONLY | os.O_APPEND)
+    os.write(a, b"tail")
+    os.close(a)
+    want = bytearray(data[(1 << 20):(1 << 20) + 4096] + data[4096:1 << 20])
+    want[5:15] = b"Z" * 10
+    want += bytes((2 << 20) - len(want)) + data[2 << 20:] + b"tail"
+    assert open(p, "rb").read() == want, name + ": wrong bytes"
+    print(name, "resident pages after its writes:", resident(p))
+# Whether a create's writes went into the mount's page cache: a reader maps
+# the empty file first (ctypes: Python's mmap would stat it, and a stat drops
+# the cache as the mtime changed), then mincore counts the pages the writes
+# left there. Write-only: none of the 4 MiB; read-write: all of it.
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_long]
+libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+def cached_by_writes(name, flags):
+    p = os.path.join(root, name)
+    w = os.open(p, flags | os.O_CREAT | os.O_EXCL, 0o644)
+    r = os.open(p, os.O_RDONLY)
+    addr = libc.mmap(None, len(data), mmap.PROT_READ, mmap.MAP_SHARED, r, 0)
+    assert addr not in (None, ctypes.c_void_p(-1).value), os.strerror(ctypes.get_errno())
+    os.write(w, data)
+    vec = ctypes.create_string_buffer(len(data) // mmap.PAGESIZE)
+    assert libc.mincore(addr, len(data), vec) == 0, os.strerror(ctypes.get_errno())
+    os.close(w)
+    os.close(r)
+    assert open(p, "rb").read() == data, name + ": wrong bytes"
+    return sum(b & 1 for b in vec.raw)
+pages = len(data) // mmap.PAGESIZE
+wo, rw = cached_by_writes("wo-only.bin", os.O_WRONLY), cached_by_writes("rw-only.bin", os.O_RDWR)
+print("pages cached by 4 MiB of writes: write-only create %d, read-write create %d of %d"
+      % (wo, rw, pages))
+assert wo == 0, "a write-only create's writes went through the page cache"
+assert rw == pages, "a read-write create's writes did not go through the page cache"
+for name in ("wo.bin", "rw.bin", "wo-only.bin", "rw-only.bin"):
+    os.unlink(os.path.join(root, name))
+PYEOF
+echo "ok   a write-only create skips the mount's page cache; readers and mappings see its writes"
+
 # Random changes through the mount and on a local directory, compared after
 # every step (names, types, sizes, bytes, errnos).
 "$PY" - "$MNT/outputs/random" "$WORK/model-random" <<'PYEOF' || fail "random changes: the mount and a local directory disagree"
