@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <vector>
 
@@ -140,6 +141,23 @@ Status CopyFileBytes(int in, int out, uint64_t size) {
     done += static_cast<uint64_t>(r);
   }
   return Status::Ok();
+}
+
+int64_t MtimeNs(const struct stat& st) {
+  return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+std::vector<std::string> ListDirAt(int fd) {
+  std::vector<std::string> names;
+  DIR* d = ::fdopendir(::dup(fd));
+  if (d == nullptr) return names;
+  while (dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace clairfs::fs

@@ -11,6 +11,7 @@
 // itself. Thread-safe (no state).
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <array>
@@ -19,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "base/status.hpp"
 
@@ -58,5 +60,10 @@ Status CopyFileBytes(int in, int out, uint64_t size);
 std::array<timespec, 2> MtimeTimes(int64_t mtime_ns);
 // Joins two relative paths ("" is the base).
 std::string JoinRel(std::string_view a, std::string_view b);
+// A stat's mtime in nanoseconds.
+int64_t MtimeNs(const struct stat& st);
+// The names in directory `fd` ("." and ".." left out), sorted; none if it
+// cannot be read.
+std::vector<std::string> ListDirAt(int fd);
 
 }  // namespace clairfs::fs

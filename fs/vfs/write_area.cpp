@@ -1,6 +1,5 @@
 #include "fs/vfs/write_area.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -16,21 +15,13 @@
 
 namespace clairfs::fs {
 
-namespace {
-
-constexpr std::string_view kDrainPrefix = ".clairfs-drain.";
-
-int64_t NowNs() {
+int64_t WriteArea::NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
-int64_t MtimeNs(const struct stat& st) {
-  return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
-}
-
-Status CheckName(std::string_view name) {
+Status WriteArea::CheckName(std::string_view name) {
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string_view::npos) {
     return Status::IOError("invalid name", EINVAL);
   }
@@ -42,21 +33,6 @@ Status CheckName(std::string_view name) {
   }
   return Status::Ok();
 }
-
-std::vector<std::string> ListDir(int fd) {
-  std::vector<std::string> names;
-  DIR* d = ::fdopendir(::dup(fd));
-  if (d == nullptr) return names;
-  while (dirent* e = ::readdir(d)) {
-    const std::string n = e->d_name;
-    if (n != "." && n != "..") names.push_back(n);
-  }
-  ::closedir(d);
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-}  // namespace
 
 WriteArea::WriteArea(WriteAreaOptions options, uint64_t first_ino)
     : options_(std::move(options)), first_ino_(first_ino), next_ino_(first_ino) {}
@@ -128,34 +104,8 @@ Status WriteArea::Load() {
   return Status::Ok();
 }
 
-// Scanning runs before anything else can reach the tree; it takes mu_ for
-// each change all the same.
-Status WriteArea::ScanPersist(int dir_fd, Node* dir, const std::string& rel) {
-  for (const std::string& name : ListDir(dir_fd)) {
-    if (std::string_view(name).substr(0, kDrainPrefix.size()) == kDrainPrefix) continue;
-    struct stat st;
-    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
-      Log(LogLevel::kWarn, "writes: " + JoinRel(rel, name) + " in " + options_.persist +
-                               " is neither a file nor a directory: not shown");
-      continue;
-    }
-    Node* n;
-    {
-      MutexLock lock(&mu_);
-      n = AddFromPersist(dir, name, st);
-    }
-    if (S_ISDIR(st.st_mode)) {
-      auto sub = OpenBeneath(dir_fd, name, O_RDONLY | O_DIRECTORY);
-      if (!sub.ok()) return sub.status();
-      CLAIRFS_RETURN_IF_ERROR(ScanPersist(sub->get(), n, JoinRel(rel, name)));
-    }
-  }
-  return Status::Ok();
-}
-
 Status WriteArea::ScanLocal(int dir_fd, Node* dir, const std::string& rel) {
-  for (const std::string& name : ListDir(dir_fd)) {
+  for (const std::string& name : ListDirAt(dir_fd)) {
     struct stat st;
     if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) continue;
@@ -259,10 +209,6 @@ std::pair<int, std::string> WriteArea::LocalOf(const Node* n) const {
   return {tree_.get(), PathOf(n)};
 }
 
-std::string WriteArea::PersistOf(const Node* n) const {
-  return n->persist_path.empty() ? PathOf(n) : n->persist_path;
-}
-
 Attr WriteArea::AttrOf(const Node* n) {
   Attr a;
   a.ino = n->ino;
@@ -332,43 +278,6 @@ Result<Fd> WriteArea::LocalDir(Node* dir) {
   return MakeDirsBeneath(tree_.get(), PathOf(dir), 0700);
 }
 
-Status WriteArea::CopyUp(Node* n) {
-  if (n->dir()) {
-    auto made = LocalDir(n);
-    if (!made.ok()) return made.status();
-    for (auto& [name, child] : n->children) CLAIRFS_RETURN_IF_ERROR(CopyUp(child));
-    return Status::Ok();
-  }
-  if (n->local || n->direct) return Status::Ok();  // direct: it stays in persist
-  if (n->unlinked) return Status::IOError("a removed file of an earlier run", ESTALE);
-  const std::string path = PathOf(n);
-  auto in = OpenBeneath(persist_.get(), path, O_RDONLY);
-  if (!in.ok()) return in.status();
-  auto dir = LocalDir(n->parent);
-  if (!dir.ok()) return dir.status();
-  const std::string tmp = "up." + std::to_string(n->ino);
-  auto out = OpenBeneath(trash_.get(), tmp, O_CREAT | O_TRUNC | O_WRONLY, 0600);
-  if (!out.ok()) return out.status();
-  struct stat st;
-  if (::fstat(in->get(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
-  Status copied = CopyFileBytes(in->get(), out->get(), static_cast<uint64_t>(st.st_size));
-  const timespec times[2] = {st.st_mtim, st.st_mtim};  // equal to persist's: not drained again
-  if (copied.ok() &&
-      (::fchmod(out->get(), (n->mode & 07777) | 0600) != 0 || ::futimens(out->get(), times) != 0)) {
-    copied = Status::FromErrno(errno, "copy " + path);
-  }
-  if (copied.ok() && ::renameat(trash_.get(), tmp.c_str(), dir->get(), n->name.c_str()) != 0) {
-    copied = Status::FromErrno(errno, "copy " + path);
-  }
-  if (!copied.ok()) {
-    ::unlinkat(trash_.get(), tmp.c_str(), 0);
-    return copied;
-  }
-  n->local = true;
-  copied_up_bytes_ += static_cast<uint64_t>(st.st_size);
-  return Status::Ok();
-}
-
 Status WriteArea::Remove(Node* n) {
   const std::string path = PathOf(n);
   if (n->dir()) {
@@ -404,75 +313,6 @@ Attr WriteArea::RootEntry() {
   Node* root = Find(first_ino_);
   root->lookups++;
   return AttrOf(root);
-}
-
-WriteArea::Node* WriteArea::AddFromPersist(Node* dir, std::string_view name,
-                                           const struct stat& st) {
-  Node* n = AddNode(dir, name, st.st_mode);
-  n->local = false;
-  n->size = static_cast<uint64_t>(st.st_size);
-  n->mtime_ns = MtimeNs(st);
-  if (!n->dir()) known_[PathOf(n)] = Stamp{n->size, n->mtime_ns};
-  return n;
-}
-
-bool WriteArea::RemovalPending(const std::string& path) const {
-  for (const Step& s : queue_) {
-    if (s.kind != Step::kUnlink && s.kind != Step::kRmdir && s.kind != Step::kRename) continue;
-    if (path == s.path ||
-        (path.size() > s.path.size() && path.compare(0, s.path.size(), s.path) == 0 &&
-         path[s.path.size()] == '/')) {
-      return true;
-    }
-  }
-  return false;
-}
-
-WriteArea::Node* WriteArea::Discover(Node* dir, std::string_view name) {
-  if (CheckName(name).ok() == false) return nullptr;
-  const std::string path = JoinRel(PathOf(dir), name);
-  if (RemovalPending(path)) return nullptr;  // this node removed it; the drain has not yet
-  auto at = OpenBeneath(persist_.get(), PathOf(dir), O_RDONLY | O_DIRECTORY);
-  if (!at.ok()) return nullptr;
-  const std::string leaf(name);
-  struct stat st;
-  if (::fstatat(at->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-      (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))) {
-    return nullptr;
-  }
-  discovered_++;
-  return AddFromPersist(dir, name, st);
-}
-
-void WriteArea::DiscoverAll(Node* dir) {
-  auto at = OpenBeneath(persist_.get(), PathOf(dir), O_RDONLY | O_DIRECTORY);
-  if (!at.ok()) return;
-  for (const std::string& name : ListDir(at->get())) {
-    if (Child(dir, name) == nullptr) Discover(dir, name);
-  }
-}
-
-bool WriteArea::Refresh(Node* n) {
-  if (n->local || n->dir() || n->unlinked) return true;
-  const std::string path = PersistOf(n);
-  auto [dir, leaf] = SplitLast(path);
-  auto at = OpenBeneath(persist_.get(), dir, O_RDONLY | O_DIRECTORY);
-  struct stat st;
-  const std::string name(leaf);
-  if (at.ok() && ::fstatat(at->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-      S_ISREG(st.st_mode)) {
-    n->size = static_cast<uint64_t>(st.st_size);
-    n->mtime_ns = MtimeNs(st);
-    known_[path] = Stamp{n->size, n->mtime_ns};
-    return true;
-  }
-  // Removed or replaced by a directory on another node: gone here too.
-  known_.erase(path);
-  Touch(n->parent);
-  Detach(n);
-  n->unlinked = true;
-  MaybeFree(n);
-  return false;
 }
 
 Result<Attr> WriteArea::Lookup(uint64_t parent, std::string_view name) {
@@ -700,134 +540,6 @@ Status WriteArea::CheckOpen(uint64_t ino, bool dir) {
   if (n == nullptr) return Status::NotFound("inode " + std::to_string(ino));
   if (dir && !n->dir()) return Status::IOError("not a directory", ENOTDIR);
   if (!dir && n->dir()) return Status::IOError("is a directory", EISDIR);
-  return Status::Ok();
-}
-
-Result<std::string> WriteArea::Read(uint64_t ino, uint64_t offset, size_t size) {
-  Fd fd;
-  {
-    MutexLock lock(&mu_);
-    Node* n = Find(ino);
-    if (n == nullptr) return Status::NotFound("inode " + std::to_string(ino));
-    if (n->dir()) return Status::IOError("is a directory", EISDIR);
-    if (!n->local && n->unlinked)
-      return Status::IOError("a removed file of an earlier run", ESTALE);
-    auto [base, rel] = n->local ? LocalOf(n) : std::pair{persist_.get(), PersistOf(n)};
-    auto f = OpenBeneath(base, rel, O_RDONLY);
-    if (!f.ok()) return f.status();
-    fd = std::move(f).value();
-  }
-  std::string out(size, '\0');
-  size_t got = 0;
-  while (got < size) {
-    const ssize_t n =
-        ::pread(fd.get(), out.data() + got, size - got, static_cast<off_t>(offset + got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::FromErrno(errno, "read");
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-  }
-  out.resize(got);
-  return out;
-}
-
-Result<size_t> WriteArea::Write(uint64_t ino, uint64_t offset, const char* data, size_t size) {
-  for (int attempt = 0;; ++attempt) {
-    auto fd = OpenForWrite(ino);
-    if (!fd.ok() && fd.status().err() == ENOSPC && attempt == 0) {
-      CLAIRFS_RETURN_IF_ERROR(GoDirect(ino));
-      continue;
-    }
-    if (!fd.ok()) return fd.status();
-    size_t done = 0;
-    int err = 0;
-    while (done < size) {
-      const ssize_t n =
-          ::pwrite(fd->get(), data + done, size - done, static_cast<off_t>(offset + done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        err = errno;
-        break;
-      }
-      done += static_cast<size_t>(n);
-    }
-    bytes_written_ += done;
-    {
-      MutexLock lock(&mu_);
-      if (Node* n = Find(ino)) MarkWritten(n);
-    }
-    if (err == ENOSPC && attempt == 0) {
-      // `local` is full: the file moves to persist, and the rest is written there.
-      CLAIRFS_RETURN_IF_ERROR(GoDirect(ino));
-      auto rest = Write(ino, offset + done, data + done, size - done);
-      if (!rest.ok()) return done > 0 ? Result<size_t>(done) : rest;
-      return done + *rest;
-    }
-    if (err != 0 && done == 0) return Status::FromErrno(err, "write");
-    return done;  // short only with an error after some bytes: the caller retries the rest
-  }
-}
-
-Result<Fd> WriteArea::OpenForWrite(uint64_t ino) {
-  MutexLock lock(&mu_);
-  Node* n = Find(ino);
-  if (n == nullptr) return Status::NotFound("inode " + std::to_string(ino));
-  if (n->dir()) return Status::IOError("is a directory", EISDIR);
-  if (n->direct) return OpenBeneath(persist_.get(), PersistOf(n), O_WRONLY);
-  Status up = CopyUp(n);
-  if (!up.ok() && up.err() == ENOSPC && !n->unlinked) {
-    n->direct = true;  // its bytes are in persist already: written there
-    direct_files_++;
-    return OpenBeneath(persist_.get(), PersistOf(n), O_WRONLY);
-  }
-  CLAIRFS_RETURN_IF_ERROR(up);
-  auto [base, rel] = LocalOf(n);
-  return OpenBeneath(base, rel, O_WRONLY);
-}
-
-Status WriteArea::GoDirect(uint64_t ino) {
-  // The changes queued before go to persist first: the file must not be
-  // overtaken there by an older step (an unlink of its name).
-  uint64_t seq;
-  {
-    MutexLock lock(&mu_);
-    seq = next_seq_ - 1;
-  }
-  Status before = WaitDrained(seq);
-  if (!before.ok()) return Status::NoSpace("writes: local is full and " + before.message());
-  MutexLock lock(&mu_);
-  Node* n = Find(ino);
-  if (n == nullptr) return Status::NotFound("inode " + std::to_string(ino));
-  if (n->direct) {
-    return Status::NoSpace("writes: " + options_.local + " and " + options_.persist + " are full");
-  }
-  if (!n->local) {
-    n->direct = true;
-    return Status::Ok();
-  }
-  if (n->unlinked) return Status::NoSpace("writes: " + options_.local + " is full");
-  const std::string path = PathOf(n);
-  auto in = OpenBeneath(tree_.get(), path, O_RDONLY);
-  if (!in.ok()) return in.status();
-  // Under the lock: no write of this file may land in `local` meanwhile.
-  auto put = CopyIntoPersist(in->get(), path, n->mode & 07777, next_seq_);
-  if (!put.ok()) {
-    return Status::NoSpace("writes: " + options_.local + " is full and " + options_.persist +
-                           " refused " + path + ": " + put.status().message());
-  }
-  NoteReplaced(path, put->replaced);
-  known_[path] = put->made;
-  ::unlinkat(tree_.get(), path.c_str(), 0);
-  n->local = false;
-  n->direct = true;
-  n->size = put->made.size;
-  n->mtime_ns = put->made.mtime_ns;
-  written_.erase(ino);
-  if (direct_files_++ == 0) {
-    Log(LogLevel::kWarn, "writes: " + options_.local + " is full: " + path +
-                             " (and every file that does not fit) is written to " +
-                             options_.persist + " directly");
-  }
   return Status::Ok();
 }
 

@@ -148,6 +148,13 @@ class WriteArea {
     int64_t queued_ns = 0;
   };
 
+  // The prefix of the drain's temporaries in persist (never shown, never a
+  // name the job may take).
+  static constexpr std::string_view kDrainPrefix = ".clairfs-drain.";
+  static int64_t NowNs();  // wall clock (mtimes, settle, lag)
+  // EINVAL, ENAMETOOLONG, or EPERM (the drain's prefix) for a bad entry name.
+  static Status CheckName(std::string_view name);
+
   WriteArea(WriteAreaOptions options, uint64_t first_ino);
   Status Load();
   Status ScanPersist(int dir_fd, Node* dir, const std::string& rel);

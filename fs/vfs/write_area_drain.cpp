@@ -22,10 +22,6 @@ Status Sync(int fd, const std::string& what) {
   return Status::Ok();
 }
 
-int64_t MtimeNs(const struct stat& st) {
-  return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
-}
-
 }  // namespace
 
 void WriteArea::ForgetKnown(const std::string& path) {
@@ -275,7 +271,7 @@ Result<WriteArea::Copied> WriteArea::CopyIntoPersist(int in, const std::string& 
   auto at = PersistDir(dir, true);
   if (!at.ok()) return at.status();
   const std::string tmp =
-      std::string(".clairfs-drain.") + std::to_string(::getpid()) + "." + std::to_string(tag);
+      std::string(kDrainPrefix) + std::to_string(::getpid()) + "." + std::to_string(tag);
   auto out = OpenBeneath(at->get(), tmp, O_CREAT | O_EXCL | O_WRONLY, 0600);
   if (!out.ok()) return out.status();
   Copied result;
