@@ -136,6 +136,7 @@ void Stager::Start() {
   std::filesystem::create_directories(local_dir_, ec);
   const unsigned n =
       static_cast<unsigned>(std::min<size_t>(threads_, std::max<size_t>(partitions_.size(), 1)));
+  AdoptExisting();
   running_ = n;
   progress_.threads = n;
   for (unsigned i = 0; i < n; ++i) {
@@ -219,15 +220,24 @@ void Stager::Close(uint32_t p, bool copy_in_use) {
 void Stager::Worker() {
   for (;;) {
     uint32_t p;
+    bool verify = false;
     {
       MutexLock lock(&mu_);
       std::deque<uint32_t>& from = preferred_waiting_.empty() ? waiting_ : preferred_waiting_;
-      if (from.empty() || cancel_) break;
-      p = from.front();
-      from.pop_front();
-      begun_.push_back(p);
+      if (cancel_) break;
+      if (!from.empty()) {
+        p = from.front();
+        from.pop_front();
+        begun_.push_back(p);
+      } else if (!unverified_.empty()) {
+        p = unverified_.front();
+        unverified_.pop_front();
+        verify = true;
+      } else {
+        break;
+      }
     }
-    Status st = StageOne(p);
+    Status st = verify ? VerifyAdopted(p) : StageOne(p);
     if (!st.ok()) {
       progress_.packs_failed++;
       Log(LogLevel::kError, "staging " + manifest_->PackName(p) + " failed, reads of it go to " +
@@ -249,52 +259,89 @@ void Stager::Worker() {
   }
 }
 
-Status Stager::StageOne(uint32_t p) {
-  const std::string name = manifest_->PackName(p);
-  const std::string local = local_dir_ + "/" + name;
-  bool intact = false;
-  Status st = VerifyExisting(p, local, &intact);
-  bool copied = false;
-  if (st.ok() && intact) {
-    progress_.packs_reused++;
-  } else if (st.ok()) {
-    auto copy = Partial(p);
-    st = copy.ok() ? Copy(p, dataset_dir_ + "/" + name, *copy) : copy.status();
-    if (st.ok() && ::rename((*copy)->path().c_str(), local.c_str()) != 0) {
-      st = Status::FromErrno(errno, "rename " + (*copy)->path());
-    }
-    copied = st.ok();
-  }
-  if (st.ok()) {
+void Stager::AdoptExisting() {
+  std::vector<uint32_t> adopted;
+  uint64_t bytes = 0;
+  for (uint32_t p : partitions_) {
+    struct stat st;
+    const std::string path = local_dir_ + "/" + manifest_->PackName(p);
+    if (::stat(path.c_str(), &st) != 0) continue;  // absent: copied in its turn
     auto file = format::OpenPack(local_dir_, *manifest_, p);
-    if (file.ok()) {
+    if (!file.ok()) {
+      Log(LogLevel::kInfo, "staged copy " + path + " cannot be used (" + file.status().message() +
+                               "), copying again");
+      continue;
+    }
+    {
       MutexLock lock(&mu_);
       owned_[p] = std::move(file).value();
       staged_[p].store(owned_[p].get(), std::memory_order_release);
+      waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), p), waiting_.end());
+      unverified_.push_back(p);
     }
-    st = file.status();
+    Close(p, /*copy_in_use=*/false);
+    adopted.push_back(p);
+    bytes += manifest_->partition(p).pack_bytes;
   }
+  if (!adopted.empty()) {
+    Log(LogLevel::kInfo, "staging: " + std::to_string(adopted.size()) +
+                             " pack(s) from an earlier run in use (" + Mib(bytes) +
+                             "), each read checked; their checksums are verified after the copies");
+  }
+}
+
+Status Stager::StageOne(uint32_t p) {
+  auto copy = Partial(p);
+  bool renamed = false;
+  Status st = copy.ok() ? CopyIn(p, *copy, &renamed) : copy.status();
   // Staged first, then closed: a read sees the staged copy or the whole
   // copy being made, never neither.
-  Close(p, /*copy_in_use=*/copied);
+  Close(p, /*copy_in_use=*/renamed);
   return st;
 }
 
-Status Stager::VerifyExisting(uint32_t p, const std::string& path, bool* intact) {
-  *intact = false;
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0 ||
-      static_cast<uint64_t>(st.st_size) != manifest_->partition(p).pack_bytes) {
-    return Status::Ok();  // absent or of another size: copy it
+Status Stager::CopyIn(uint32_t p, PartialCopy* copy, bool* renamed) {
+  const std::string name = manifest_->PackName(p);
+  CLAIRFS_RETURN_IF_ERROR(Copy(p, dataset_dir_ + "/" + name, copy));
+  const std::string local = local_dir_ + "/" + name;
+  if (::rename(copy->path().c_str(), local.c_str()) != 0) {
+    return Status::FromErrno(errno, "rename " + copy->path());
   }
-  Status v = format::VerifyPackChecksum(local_dir_, *manifest_, p);
-  if (v.ok()) {
-    *intact = true;
-    progress_.bytes_verified += manifest_->partition(p).pack_bytes;
-  } else {
-    Log(LogLevel::kInfo, "staged copy " + path + " is stale or damaged, copying again");
-  }
+  *renamed = true;
+  auto file = format::OpenPack(local_dir_, *manifest_, p);
+  if (!file.ok()) return file.status();
+  MutexLock lock(&mu_);
+  owned_[p] = std::move(file).value();
+  staged_[p].store(owned_[p].get(), std::memory_order_release);
   return Status::Ok();
+}
+
+Status Stager::VerifyAdopted(uint32_t p) {
+  const std::string path = local_dir_ + "/" + manifest_->PackName(p);
+  Status v =
+      format::VerifyPackChecksum(local_dir_, *manifest_, p, [this] { return cancel_.load(); });
+  if (v.ok()) {
+    progress_.packs_reused++;
+    progress_.bytes_verified += manifest_->partition(p).pack_bytes;
+    return v;
+  }
+  if (cancel_) return Status::Ok();  // stopping: the copy stays as it is
+  Log(LogLevel::kWarn, "staged copy " + path + " failed its checksum (" + v.message() +
+                           "): its reads go to " + dataset_dir_ + " while it is copied again");
+  {
+    MutexLock lock(&mu_);
+    staged_[p].store(nullptr, std::memory_order_release);
+    retired_.push_back(std::move(owned_[p]));
+    if (partial_[p] != nullptr) retired_partials_.push_back(std::move(partial_[p]));
+    begun_.push_back(p);
+  }
+  // Reads of p go to the dataset directory meanwhile (closed_: none fills this copy).
+  auto copy = Partial(p);
+  if (!copy.ok()) return copy.status();
+  bool renamed = false;
+  Status st = CopyIn(p, *copy, &renamed);
+  if (!renamed) ::unlink((*copy)->path().c_str());
+  return st;
 }
 
 Status Stager::Copy(uint32_t p, const std::string& from, PartialCopy* to) {

@@ -2,10 +2,14 @@
 // file system) to node-local storage, in the background, verifying each copy
 // against the manifest's pack checksum.
 //
-// A pack already in the local directory with the right size and checksum is
-// reused without copying, so a job restarted on the same node starts in
-// seconds. A copy is written to a temporary name and renamed once verified:
-// a half-copied pack is never used. A pack that fails (unreadable or corrupt
+// A pack already in the local directory from an earlier run, with the right
+// size and header (OpenPack: the same dataset), is used at Start without
+// copying, so a job restarted on the same node reads locally at once: every
+// read checks its payload's checksum, and a damaged one is read again from
+// the dataset directory. Its whole-pack checksum is verified after the copies
+// have begun; a copy that fails it is taken out of use and copied again. A
+// copy is written to a temporary name and renamed once verified: a
+// half-copied pack is never used. A pack that fails (unreadable or corrupt
 // source, full local disk) is logged and left unstaged; reads of it keep going
 // to the dataset directory.
 //
@@ -105,7 +109,16 @@ class Stager {
   class TeeFile;
 
   void Worker();
+  // Puts every pack found in the local directory with the right size and
+  // header to use, unverified (Start).
+  void AdoptExisting();
   Status StageOne(uint32_t p);
+  // Copies p into `copy`, renames it into place and puts it to use.
+  // `renamed`: the copy is at its final name.
+  Status CopyIn(uint32_t p, PartialCopy* copy, bool* renamed);
+  // An adopted pack's whole-pack checksum; a copy that fails it is taken out
+  // of use (kept open for reads under way) and copied again.
+  Status VerifyAdopted(uint32_t p);
   Status Copy(uint32_t p, const std::string& from, PartialCopy* to);
   // The copy being made of p (created on first use, at .NAME.staging).
   Result<PartialCopy*> Partial(uint32_t p) CLAIRFS_EXCLUDES(mu_);
@@ -115,7 +128,6 @@ class Stager {
   // p's staging is over (staged, reused, failed): no more Keep, and a copy
   // that was not used is removed.
   void Close(uint32_t p, bool copy_in_use) CLAIRFS_EXCLUDES(mu_);
-  Status VerifyExisting(uint32_t p, const std::string& path, bool* intact);
   // Logs the progress when `log_every` has passed since the last line (one
   // copying thread wins the turn).
   void MaybeLogProgress();
@@ -142,6 +154,8 @@ class Stager {
   std::deque<uint32_t> preferred_waiting_ CLAIRFS_GUARDED_BY(mu_);
   std::deque<uint32_t> waiting_ CLAIRFS_GUARDED_BY(mu_);
   std::vector<uint32_t> begun_ CLAIRFS_GUARDED_BY(mu_);
+  // Packs in use from an earlier run, to verify once no copy waits.
+  std::deque<uint32_t> unverified_ CLAIRFS_GUARDED_BY(mu_);
   std::unique_ptr<std::atomic<bool>[]> preferred_;  // per partition: Prefer came already
   std::atomic<bool> cancel_{false};
   std::atomic<unsigned> running_{0};
@@ -150,6 +164,10 @@ class Stager {
   std::vector<std::unique_ptr<format::PosixRandomAccessFile>> owned_ CLAIRFS_GUARDED_BY(mu_);
   std::vector<uint8_t> mine_;  // per partition: this stager's to stage
   std::vector<std::unique_ptr<PartialCopy>> partial_ CLAIRFS_GUARDED_BY(mu_);
+  // Copies taken out of use (an adopted pack that failed its checksum): kept
+  // open until the end, as reads that loaded them may still use them.
+  std::vector<std::unique_ptr<format::PosixRandomAccessFile>> retired_ CLAIRFS_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<PartialCopy>> retired_partials_ CLAIRFS_GUARDED_BY(mu_);
   std::unique_ptr<std::atomic<bool>[]> closed_;  // per partition: staging over
   std::atomic<bool> keep_failure_logged_{false};
   std::vector<std::unique_ptr<TeeFile>> tees_ CLAIRFS_GUARDED_BY(mu_);

@@ -1,5 +1,6 @@
 #include "partitioner/format/pack_file.hpp"
 
+#include <cerrno>
 #include <cstring>
 
 #include "partitioner/format/checksum.hpp"
@@ -45,13 +46,15 @@ Result<std::unique_ptr<PosixRandomAccessFile>> OpenPack(const std::string& dir,
   return std::move(file).value();
 }
 
-Status VerifyPackChecksum(const std::string& dir, const Manifest& manifest, uint32_t p) {
+Status VerifyPackChecksum(const std::string& dir, const Manifest& manifest, uint32_t p,
+                          const std::function<bool()>& cancelled) {
   auto file = OpenPack(dir, manifest, p);
   if (!file.ok()) return file.status();
   StreamingChecksum sum;
   std::vector<char> buf(8u << 20);
   const uint64_t size = (*file)->size();
   for (uint64_t off = 0; off < size;) {
+    if (cancelled && cancelled()) return Status::IOError("verification cancelled", ECANCELED);
     size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - off));
     CLAIRFS_RETURN_IF_ERROR((*file)->ReadExact(off, n, buf.data()));
     sum.Update(buf.data(), n);

@@ -1,6 +1,7 @@
 // Opening a partition pack and checking that it belongs to the manifest.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -21,6 +22,9 @@ Result<std::unique_ptr<PosixRandomAccessFile>> OpenPack(const std::string& dir,
                                                         const Manifest& manifest, uint32_t p);
 
 // Checks a whole pack against the checksum in the manifest (streaming read).
-Status VerifyPackChecksum(const std::string& dir, const Manifest& manifest, uint32_t p);
+// `cancelled`, when given, is asked between reads: true stops the check
+// (ECANCELED).
+Status VerifyPackChecksum(const std::string& dir, const Manifest& manifest, uint32_t p,
+                          const std::function<bool()>& cancelled = {});
 
 }  // namespace clairfs::format

@@ -108,6 +108,49 @@ TEST_CASE("staging copies and verifies, then reuses intact copies", "[dist]") {
   CHECK_FALSE(stdfs::exists(local + "/.part-00000.staging"));
 }
 
+TEST_CASE(
+    "packs from an earlier run are used at Start, verified after; a damaged one is copied "
+    "again",
+    "[dist]") {
+  Dataset d(4, 1);
+  const std::string local = d.root + "/ssd";
+  {
+    Stager s(d.out(), local, d.manifest, {0, 1, 2});
+    s.Start();
+    s.Wait();
+    REQUIRE(s.progress().packs_done == 3);
+  }
+  const uint64_t size1 = d.manifest->partition(1).pack_bytes;
+  {  // the last byte of pack 1: past its header, so only the checksum sees it
+    std::fstream f(local + "/part-00001", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(size1 - 1));
+    f.put('\x5a' ^ Slurp(d.out() + "/part-00001").back());
+  }
+  REQUIRE(Slurp(local + "/part-00001") != Slurp(d.out() + "/part-00001"));
+  const std::string text = clairfs::testing::CaptureStderr([&] {
+    Stager again(d.out(), local, d.manifest, {0, 1, 2});
+    again.Start();
+    // In use as soon as Start returns, before any checksum is verified.
+    CHECK(again.Staged(0) != nullptr);
+    CHECK(again.Staged(2) != nullptr);
+    again.Wait();
+    CHECK(again.progress().packs_done == 3);
+    CHECK(again.progress().packs_reused == 2);
+    CHECK(again.progress().packs_failed == 0);
+    CHECK(again.progress().bytes_copied == size1);
+    CHECK(again.progress().bytes_verified ==
+          d.manifest->partition(0).pack_bytes + d.manifest->partition(2).pack_bytes);
+    REQUIRE(again.Staged(1) != nullptr);
+    std::string head(64, '\0');
+    REQUIRE(again.Staged(1)->ReadExact(size1 - head.size(), head.size(), head.data()).ok());
+    CHECK(head == Slurp(d.out() + "/part-00001").substr(size1 - head.size()));
+  });
+  CHECK_THAT(text, Catch::Contains("3 pack(s) from an earlier run in use"));
+  CHECK_THAT(text, Catch::Contains("part-00001 failed its checksum"));
+  CHECK(Slurp(local + "/part-00001") == Slurp(d.out() + "/part-00001"));
+  CHECK_FALSE(stdfs::exists(local + "/.part-00001.staging"));
+}
+
 TEST_CASE("the dataset directory's reads: each byte counted once, the rest as read again",
           "[dist]") {
   SourceReads r(3);
