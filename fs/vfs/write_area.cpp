@@ -253,6 +253,7 @@ uint64_t WriteArea::Queue(Step::Kind kind, std::string path, uint64_t ino, std::
   s.ino = ino;
   s.seq = next_seq_++;
   s.queued_ns = NowNs();
+  if (peers_ != nullptr) Announce(s);
   queue_.push_back(std::move(s));
   changed_.NotifyAll();
   return next_seq_ - 1;
@@ -294,6 +295,7 @@ Status WriteArea::Remove(Node* n) {
     }
   }
   written_.erase(n->ino);
+  Unserve(n->ino);
   Touch(n->parent);
   Detach(n);
   n->unlinked = true;
@@ -305,6 +307,7 @@ void WriteArea::MaybeFree(Node* n) {
   if (!n->unlinked || n->lookups > 0) return;
   if (!n->dir() && n->local) ::unlinkat(trash_.get(), std::to_string(n->ino).c_str(), 0);
   written_.erase(n->ino);
+  Unserve(n->ino);
   nodes_.erase(n->ino);
 }
 
@@ -370,7 +373,8 @@ Result<Attr> WriteArea::SetAttr(uint64_t ino, const AttrChange& c) {
     Refresh(n);
     return AttrOf(n);
   }
-  if (c.size || (c.mtime && !n->dir())) CLAIRFS_RETURN_IF_ERROR(CopyUp(n));
+  // A peer's file changed here becomes this node's own (CopyUp).
+  if (c.size || (!n->dir() && (c.mtime || n->home >= 0))) CLAIRFS_RETURN_IF_ERROR(CopyUp(n));
   const bool has_local = n->local || n->dir();
   Fd fd;
   if (has_local && !(n->dir() && !c.mode && !c.mtime)) {
@@ -502,7 +506,7 @@ Status WriteArea::Rename(uint64_t parent, std::string_view name, uint64_t new_pa
   // A persist-only file keeps its bytes where they are until the drain
   // renames them (persist_path); under a directory, persist-only files are
   // copied to `local` first, so that reads meanwhile find them.
-  if (n->dir()) {
+  if (n->dir() || n->home >= 0) {
     CLAIRFS_RETURN_IF_ERROR(CopyUp(n));
   } else if (!n->local) {
     n->persist_path = PersistOf(n);
@@ -660,7 +664,16 @@ void WriteArea::WriteStats(JsonWriter& w) {
       .Integer("found_in_persist", discovered_)
       .Integer("conflicts", conflicts_)
       .Integer("direct_files", direct_files_)
-      .Integer("copied_up_bytes", copied_up_bytes_);
+      .Integer("copied_up_bytes", copied_up_bytes_)
+      .Integer("notices_sent", notices_sent_)
+      .Integer("notices_applied", notices_applied_)
+      .Integer("notices_rejected", notices_rejected_)
+      .Integer("peer_reads", peer_reads_)
+      .Integer("peer_read_bytes", peer_read_bytes_)
+      .Integer("peer_fallbacks", peer_fallbacks_)
+      .Integer("served_reads", served_reads_)
+      .Integer("served_bytes", served_bytes_)
+      .Integer("peer_conflicts", peer_conflicts_);
 }
 
 }  // namespace clairfs::fs

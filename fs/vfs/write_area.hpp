@@ -66,6 +66,18 @@ struct WriteAreaOptions {
   uint32_t uid = 0, gid = 0;  // owner reported for every inode
 };
 
+// How an area reaches the job's other daemons (clairfsd wires the cluster's
+// transport; tests connect areas directly).
+class WriteAreaPeers {
+ public:
+  virtual ~WriteAreaPeers() = default;
+  // `notice` to every other daemon's area (its ApplyNotice), in order.
+  virtual void Publish(std::string notice) = 0;
+  // Up to `size` bytes at `offset` of file `ino` of daemon `home`'s area (its
+  // ServePeer); fewer at the end of the file.
+  virtual Result<std::string> Read(int home, uint64_t ino, uint64_t offset, size_t size) = 0;
+};
+
 class WriteArea {
  public:
   // Reads `persist` and `local`, queues what the last run left undrained.
@@ -81,6 +93,19 @@ class WriteArea {
   // is in persist, and local/tree is emptied. Not ok: what is left (it stays
   // in `local` and is drained at the next start).
   Status Finish(std::chrono::milliseconds stalled);
+
+  // Before Start: this node (rank `rank`) publishes every change it queues
+  // for the drain to `peers` (a file once it settles, or at fsync), and reads
+  // the files peers publish from their nodes (falling back to persist).
+  void Connect(WriteAreaPeers* peers, int rank);
+  // A peer's change: its file, directory, removal or rename shows in this
+  // area (fs/vfs/write_area_peers.cpp says which changes win over which).
+  // A malformed notice is counted and dropped.
+  void ApplyNotice(int peer, std::string_view notice);
+  // A peer's read of a file this node published: ESTALE when this node no
+  // longer has its bytes (the peer then reads persist). Never takes the
+  // area's lock, so two nodes copying each other's files never wait on each other.
+  Result<std::string> ServePeer(uint64_t ino, uint64_t offset, size_t size);
 
   const std::string& name() const { return options_.name; }
   bool Owns(uint64_t ino) const { return ino >= first_ino_; }
@@ -124,7 +149,11 @@ class WriteArea {
     Node* parent = nullptr;  // null: the root, or a node unlinked
     std::string name;
     uint32_t mode = 0;  // type and permission bits
-    bool local = true;  // a file's bytes are in `local` (else in persist at its path)
+    bool local = true;  // a file's bytes are in `local` (else on `home`, or in persist at its path)
+    // A file a peer published: its bytes are on rank `home` (file `home_ino`
+    // there), and in persist once that node drained it. -1: not a peer's.
+    int home = -1;
+    uint64_t home_ino = 0;
     bool unlinked = false;
     // Written in persist directly: it did not fit in `local` (implies !local).
     bool direct = false;
@@ -184,6 +213,7 @@ class WriteArea {
   std::pair<int, std::string> LocalOf(const Node* n) const CLAIRFS_REQUIRES(mu_);
   // Makes a persist-only file (or every file under a directory) local.
   Status CopyUp(Node* n) CLAIRFS_REQUIRES(mu_);
+  Status CopyUpFromPersist(Node* n) CLAIRFS_REQUIRES(mu_);
   // For a new entry `name` in directory `parent`: checks the name (EEXIST if
   // taken), sets `dir`, returns the local directory to make it in.
   Result<Fd> NewEntryDir(uint64_t parent, std::string_view name, Node** dir) CLAIRFS_REQUIRES(mu_);
@@ -227,6 +257,26 @@ class WriteArea {
   // Where a persist-only file's bytes are in persist.
   std::string PersistOf(const Node* n) const CLAIRFS_REQUIRES(mu_);
 
+  // Peers (write_area_peers.cpp).
+  // The notice of a step just queued, to every peer.
+  void Announce(const Step& step) CLAIRFS_REQUIRES(mu_);
+  void AnnounceFile(Node* n) CLAIRFS_REQUIRES(mu_);
+  // This node no longer serves `ino`'s bytes to peers.
+  void Unserve(uint64_t ino);
+  // The node at area path `path` (null: none), and its directories made as
+  // peers' directories where missing (null: a file is in the way).
+  Node* Resolve(std::string_view path) CLAIRFS_REQUIRES(mu_);
+  Node* MakePeerDirs(std::string_view path) CLAIRFS_REQUIRES(mu_);
+  // Whether `n` or anything below it has bytes or changes of this node's own.
+  bool HasOwn(const Node* n) const CLAIRFS_REQUIRES(mu_);
+  // Drops a peer's node from the tree (a peer removed or replaced it).
+  void DropPeerNode(Node* n) CLAIRFS_REQUIRES(mu_);
+  void ApplyFile(int peer, std::string_view path, uint64_t ino, uint64_t size, int64_t mtime_ns,
+                 uint32_t mode, int home) CLAIRFS_REQUIRES(mu_);
+  void ApplyRename(std::string_view from, std::string_view to) CLAIRFS_REQUIRES(mu_);
+  // Copies a peer's file to `local` from its node (CopyUp's first choice).
+  Status CopyUpFromHome(Node* n) CLAIRFS_REQUIRES(mu_);
+
   const WriteAreaOptions options_;
   const uint64_t first_ino_;
   Fd local_, tree_, trash_, persist_, lock_;
@@ -261,6 +311,18 @@ class WriteArea {
   std::atomic<uint64_t> bytes_written_{0}, bytes_drained_{0}, files_drained_{0};
   std::atomic<uint64_t> steps_replayed_{0}, drain_failures_{0}, copied_up_bytes_{0};
   std::atomic<uint64_t> recovered_files_{0}, discovered_{0}, conflicts_{0}, direct_files_{0};
+
+  WriteAreaPeers* peers_ = nullptr;  // set by Connect, before Start
+  int rank_ = 0;
+  // The files this node published, open for peers' reads (an open file keeps
+  // its bytes across renames and unlinks); at most kMaxServed, the oldest
+  // closed first (their readers fall back to persist).
+  static constexpr size_t kMaxServed = 4096;
+  Mutex serve_mu_;  // after mu_
+  std::map<uint64_t, std::shared_ptr<Fd>> served_ CLAIRFS_GUARDED_BY(serve_mu_);
+  std::atomic<uint64_t> notices_sent_{0}, notices_applied_{0}, notices_rejected_{0};
+  std::atomic<uint64_t> peer_reads_{0}, peer_read_bytes_{0}, peer_fallbacks_{0};
+  std::atomic<uint64_t> served_reads_{0}, served_bytes_{0}, peer_conflicts_{0};
 };
 
 }  // namespace clairfs::fs

@@ -15,15 +15,43 @@ namespace clairfs::fs {
 
 Result<std::string> WriteArea::Read(uint64_t ino, uint64_t offset, size_t size) {
   Fd fd;
+  int home = -1;
+  uint64_t home_ino = 0;
+  std::string path;
   {
     MutexLock lock(&mu_);
     Node* n = Find(ino);
     if (n == nullptr) return Status::NotFound("inode " + std::to_string(ino));
     if (n->dir()) return Status::IOError("is a directory", EISDIR);
+    home = n->home;
+    home_ino = n->home_ino;
+    path = PathOf(n);
+  }
+  if (home >= 0) {
+    // A peer's file: from its node, else from persist once drained there.
+    auto got = peers_->Read(home, home_ino, offset, size);
+    if (got.ok()) {
+      peer_reads_++;
+      peer_read_bytes_ += got->size();
+      return got;
+    }
+    peer_fallbacks_++;
+    auto f = OpenBeneath(persist_.get(), path, O_RDONLY);
+    if (!f.ok()) return got.status();
+    fd = std::move(f).value();
+  } else {
+    MutexLock lock(&mu_);
+    Node* n = Find(ino);
+    if (n == nullptr) return Status::NotFound("inode " + std::to_string(ino));
     if (!n->local && n->unlinked)
       return Status::IOError("a removed file of an earlier run", ESTALE);
     auto [base, rel] = n->local ? LocalOf(n) : std::pair{persist_.get(), PersistOf(n)};
     auto f = OpenBeneath(base, rel, O_RDONLY);
+    if (!f.ok() && !n->local && !n->persist_path.empty() && f.status().err() == ENOENT) {
+      // Renamed by a peer, whose drain has renamed it in persist since.
+      f = OpenBeneath(persist_.get(), PathOf(n), O_RDONLY);
+      if (f.ok()) n->persist_path.clear();
+    }
     if (!f.ok()) return f.status();
     fd = std::move(f).value();
   }
@@ -133,6 +161,7 @@ Status WriteArea::GoDirect(uint64_t ino) {
   n->size = put->made.size;
   n->mtime_ns = put->made.mtime_ns;
   written_.erase(ino);
+  AnnounceFile(n);  // its bytes are read from persist now
   if (direct_files_++ == 0) {
     Log(LogLevel::kWarn, "writes: " + options_.local + " is full: " + path +
                              " (and every file that does not fit) is written to " +

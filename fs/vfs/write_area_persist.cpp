@@ -50,7 +50,22 @@ Status WriteArea::CopyUp(Node* n) {
     return Status::Ok();
   }
   if (n->local || n->direct) return Status::Ok();  // direct: it stays in persist
+  if (n->home >= 0) {
+    // A peer's file becomes this node's own: copied from its node (else from
+    // persist, if drained there), and drained by this node from now on.
+    Status copied = CopyUpFromHome(n);
+    if (!copied.ok()) {
+      peer_fallbacks_++;
+      copied = CopyUpFromPersist(n);
+    }
+    if (copied.ok()) MarkWritten(n);
+    return copied;
+  }
   if (n->unlinked) return Status::IOError("a removed file of an earlier run", ESTALE);
+  return CopyUpFromPersist(n);
+}
+
+Status WriteArea::CopyUpFromPersist(Node* n) {
   const std::string path = PathOf(n);
   auto in = OpenBeneath(persist_.get(), path, O_RDONLY);
   if (!in.ok()) return in.status();
@@ -75,6 +90,7 @@ Status WriteArea::CopyUp(Node* n) {
     return copied;
   }
   n->local = true;
+  n->home = -1;
   copied_up_bytes_ += static_cast<uint64_t>(st.st_size);
   return Status::Ok();
 }
@@ -126,7 +142,8 @@ void WriteArea::DiscoverAll(Node* dir) {
 }
 
 bool WriteArea::Refresh(Node* n) {
-  if (n->local || n->dir() || n->unlinked) return true;
+  // A peer's file is as its node last published it.
+  if (n->local || n->dir() || n->unlinked || n->home >= 0) return true;
   const std::string path = PersistOf(n);
   auto [dir, leaf] = SplitLast(path);
   auto at = OpenBeneath(persist_.get(), dir, O_RDONLY | O_DIRECTORY);
