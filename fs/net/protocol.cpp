@@ -87,4 +87,39 @@ Result<std::vector<ReplyView>> DecodeReplies(const char* data, size_t size) {
   return out;
 }
 
+std::vector<char> EncodeNotices(const std::vector<std::vector<char>>& notices) {
+  size_t total = sizeof(BatchHeader);
+  for (const auto& n : notices) total += sizeof(uint32_t) + n.size();
+  std::vector<char> out;
+  out.reserve(total);
+  Put(&out, BatchHeader{kNoticeMagic, static_cast<uint32_t>(notices.size())});
+  for (const auto& n : notices) {
+    Put(&out, static_cast<uint32_t>(n.size()));
+    out.insert(out.end(), n.begin(), n.end());
+  }
+  return out;
+}
+
+Result<std::vector<std::span<const char>>> DecodeNotices(const char* data, size_t size) {
+  // Every notice takes its length field and at least one byte.
+  auto h = Header(data, size, kNoticeMagic, sizeof(uint32_t) + 1);
+  if (!h.ok()) return h.status();
+  std::vector<std::span<const char>> out(h->count);
+  uint64_t pos = sizeof(BatchHeader);
+  for (uint32_t i = 0; i < h->count; ++i) {
+    uint32_t length;
+    if (sizeof length > size - pos) return Status::Corruption("notice batch ends inside a length");
+    std::memcpy(&length, data + pos, sizeof length);
+    pos += sizeof length;
+    if (length == 0 || length > kMaxNoticeBytes) {
+      return Status::Corruption("notice of " + std::to_string(length) + " bytes");
+    }
+    if (length > size - pos) return Status::Corruption("notice batch overruns the message");
+    out[i] = std::span<const char>(data + pos, length);
+    pos += length;
+  }
+  if (pos != size) return Status::Corruption("notice batch has trailing bytes");
+  return out;
+}
+
 }  // namespace clairfs::fs::wire
