@@ -8,14 +8,17 @@
 namespace clairfs::fs {
 
 Endpoint::Endpoint(int rank, int size, Transport::ServeFn serve, int server_threads,
-                   Transport::ServeNowFn serve_now, size_t max_queued_requests)
+                   Transport::ServeNowFn serve_now, Transport::NoticeFn on_notice,
+                   size_t max_queued_requests)
     : rank_(rank),
       size_(size),
       serve_(std::move(serve)),
       serve_now_(std::move(serve_now)),
+      on_notice_(std::move(on_notice)),
       max_queued_(max_queued_requests),
       out_requests_(size),
-      out_replies_(size) {
+      out_replies_(size),
+      out_notices_(size) {
   for (int i = 0; i < server_threads; ++i) {
     servers_.emplace_back([this] {
       NameThread("clairfs-serve");
@@ -48,67 +51,105 @@ void Endpoint::Read(int peer, const PackRead& read, std::chrono::steady_clock::t
   done(Status::IOError("transport stopped", ESHUTDOWN));
 }
 
+void Endpoint::Publish(std::span<const char> notice) {
+  MutexLock lock(&mu_);
+  if (stopped_ || size_ < 2) return;
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) continue;
+    out_notices_[p].emplace_back(notice.begin(), notice.end());
+    counters_.notices_sent++;
+  }
+  has_outgoing_ = true;
+  out_cv_.NotifyOne();
+}
+
 std::vector<OutMessage> Endpoint::TakeOutgoing() {
   std::vector<OutMessage> out;
   MutexLock lock(&mu_);
   if (!has_outgoing_) return out;
-  for (int p = 0; p < size_; ++p) {
-    auto& reqs = out_requests_[p];
-    while (!reqs.empty()) {  // batches of at most kMaxBatch
-      const size_t n = std::min<size_t>(reqs.size(), wire::kMaxBatch);
-      std::vector<wire::Request> batch(reqs.begin(), reqs.begin() + n);
-      reqs.erase(reqs.begin(), reqs.begin() + n);
-      out.push_back({p, MessageKind::kRequests, wire::EncodeRequests(batch)});
-    }
-    auto& reps = out_replies_[p];
-    while (!reps.empty()) {
-      const size_t n = std::min<size_t>(reps.size(), wire::kMaxBatch);
-      std::vector<wire::Reply> batch(std::make_move_iterator(reps.begin()),
-                                     std::make_move_iterator(reps.begin() + n));
-      reps.erase(reps.begin(), reps.begin() + n);
-      out.push_back({p, MessageKind::kReplies, wire::EncodeReplies(batch)});
-    }
-  }
-  has_outgoing_ = false;
+  bool notices_left = false;
+  for (int p = 0; p < size_; ++p) notices_left |= TakeBatches(p, &out);
+  has_outgoing_ = notices_left;
   return out;
 }
 
+bool Endpoint::TakeBatches(int peer, std::vector<OutMessage>* out) {
+  auto& reqs = out_requests_[peer];
+  while (!reqs.empty()) {  // batches of at most kMaxBatch
+    const size_t n = std::min<size_t>(reqs.size(), wire::kMaxBatch);
+    std::vector<wire::Request> batch(reqs.begin(), reqs.begin() + n);
+    reqs.erase(reqs.begin(), reqs.begin() + n);
+    out->push_back({peer, MessageKind::kRequests, wire::EncodeRequests(batch)});
+  }
+  auto& reps = out_replies_[peer];
+  while (!reps.empty()) {
+    const size_t n = std::min<size_t>(reps.size(), wire::kMaxBatch);
+    std::vector<wire::Reply> batch(std::make_move_iterator(reps.begin()),
+                                   std::make_move_iterator(reps.begin() + n));
+    reps.erase(reps.begin(), reps.begin() + n);
+    out->push_back({peer, MessageKind::kReplies, wire::EncodeReplies(batch)});
+  }
+  // At most one notice batch per peer and call: a burst of notices leaves over
+  // several progress loops, and reads queued meanwhile go out between its
+  // batches instead of behind all of it.
+  auto& notices = out_notices_[peer];
+  if (notices.empty()) return false;
+  const size_t n = std::min<size_t>(notices.size(), wire::kMaxBatch);
+  std::vector<std::vector<char>> batch(std::make_move_iterator(notices.begin()),
+                                       std::make_move_iterator(notices.begin() + n));
+  notices.erase(notices.begin(), notices.begin() + n);
+  out->push_back({peer, MessageKind::kNotices, wire::EncodeNotices(batch)});
+  return !notices.empty();
+}
+
 void Endpoint::Deliver(int peer, MessageKind kind, const char* data, size_t size) {
-  if (kind == MessageKind::kRequests) {
-    auto reqs = wire::DecodeRequests(data, size);
-    if (!reqs.ok()) {
-      counters_.rejected_messages++;
-      return;
-    }
-    // Small reads whose bytes are at hand are answered here, without the
-    // two thread hand-offs a server thread costs; the rest wait for one.
-    std::vector<wire::Reply> now;
-    std::vector<wire::Request> later;
-    for (auto& r : *reqs) {
-      std::optional<Result<std::vector<char>>> data;
-      if (serve_now_ && r.read.length <= kServeNowBytes) data = serve_now_(peer, r.read);
-      if (data) {
-        now.push_back(Answer(r, std::move(*data)));
-        if (now.back().err == 0) counters_.served_at_once++;
-      } else {
-        later.push_back(r);
-      }
-    }
-    MutexLock lock(&mu_);
-    for (auto& reply : now) out_replies_[peer].push_back(std::move(reply));
-    if (!now.empty()) has_outgoing_ = true;
-    for (auto& r : later) {
-      if (jobs_.size() >= max_queued_) {  // overloaded: answer at once, never grow without bound
-        out_replies_[peer].push_back({r.id, EBUSY, {}});
-        has_outgoing_ = true;
-        continue;
-      }
-      jobs_.push_back({peer, r});
-      job_cv_.NotifyOne();  // one server thread per request, not all of them
-    }
-    out_cv_.NotifyOne();
+  switch (kind) {
+    case MessageKind::kRequests:
+      return DeliverRequests(peer, data, size);
+    case MessageKind::kReplies:
+      return DeliverReplies(peer, data, size);
+    case MessageKind::kNotices:
+      return DeliverNotices(peer, data, size);
+  }
+  counters_.rejected_messages++;  // a kind no peer sends
+}
+
+void Endpoint::DeliverRequests(int peer, const char* data, size_t size) {
+  auto reqs = wire::DecodeRequests(data, size);
+  if (!reqs.ok()) {
+    counters_.rejected_messages++;
     return;
   }
+  // Small reads whose bytes are at hand are answered here, without the
+  // two thread hand-offs a server thread costs; the rest wait for one.
+  std::vector<wire::Reply> now;
+  std::vector<wire::Request> later;
+  for (auto& r : *reqs) {
+    std::optional<Result<std::vector<char>>> data;
+    if (serve_now_ && r.read.length <= kServeNowBytes) data = serve_now_(peer, r.read);
+    if (data) {
+      now.push_back(Answer(r, std::move(*data)));
+      if (now.back().err == 0) counters_.served_at_once++;
+    } else {
+      later.push_back(r);
+    }
+  }
+  MutexLock lock(&mu_);
+  for (auto& reply : now) out_replies_[peer].push_back(std::move(reply));
+  if (!now.empty()) has_outgoing_ = true;
+  for (auto& r : later) {
+    if (jobs_.size() >= max_queued_) {  // overloaded: answer at once, never grow without bound
+      out_replies_[peer].push_back({r.id, EBUSY, {}});
+      has_outgoing_ = true;
+      continue;
+    }
+    jobs_.push_back({peer, r});
+    job_cv_.NotifyOne();  // one server thread per request, not all of them
+  }
+  out_cv_.NotifyOne();
+}
+
+void Endpoint::DeliverReplies(int peer, const char* data, size_t size) {
   auto replies = wire::DecodeReplies(data, size);
   if (!replies.ok()) {
     counters_.rejected_messages++;
@@ -122,6 +163,19 @@ void Endpoint::Deliver(int peer, MessageKind kind, const char* data, size_t size
     } else {
       Complete(r.id, r.data);
     }
+  }
+}
+
+void Endpoint::DeliverNotices(int peer, const char* data, size_t size) {
+  // Decoded whole first: a malformed batch hands the handler none of its notices.
+  auto notices = wire::DecodeNotices(data, size);
+  if (!notices.ok()) {
+    counters_.rejected_messages++;
+    return;
+  }
+  for (std::span<const char> notice : *notices) {
+    counters_.notices_received++;
+    if (on_notice_) on_notice_(peer, notice);
   }
 }
 

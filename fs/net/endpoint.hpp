@@ -5,7 +5,10 @@
 // incoming request batches go to a bounded queue served by `server_threads`
 // threads, whose replies are batched per peer the same way; incoming replies
 // complete their reads by id. A reply for an unknown id (late, duplicated or
-// forged) is counted and dropped. Deadlines are enforced here.
+// forged) is counted and dropped. Deadlines are enforced here. A published
+// notice is copied into every peer's notice queue, which leaves as one notice
+// batch per peer in publication order; an incoming notice batch goes to the
+// notice handler, notice by notice, in the order it holds them.
 //
 // Thread-safe. Lock order: mu_ only (callbacks always run without it).
 #pragma once
@@ -16,6 +19,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -26,7 +30,7 @@
 
 namespace clairfs::fs {
 
-enum class MessageKind : int { kRequests = 1, kReplies = 2 };
+enum class MessageKind : int { kRequests = 1, kReplies = 2, kNotices = 3 };
 
 struct OutMessage {
   int peer;
@@ -41,6 +45,9 @@ struct EndpointCounters {
   std::atomic<uint64_t> reads_served{0}, bytes_served{0}, rejected_messages{0};
   std::atomic<uint64_t> served_at_once{0};  // of reads_served: without a server thread
   std::atomic<uint64_t> unknown_replies{0};
+  // notices_sent: notices queued to peers (one per peer a notice goes to);
+  // notices_received: peers' notices decoded, handed to the handler if set.
+  std::atomic<uint64_t> notices_sent{0}, notices_received{0};
 };
 
 class Endpoint {
@@ -48,18 +55,24 @@ class Endpoint {
   // Reads of at most kServeNowBytes that `serve_now` (optional) answers are
   // answered by the thread delivering the request batch. A frame read's size
   // shows only once its table is read: `serve_now` is asked about every one,
-  // and declines those whose answer would be larger.
+  // and declines those whose answer would be larger. Peers' notices go to
+  // `on_notice` (optional: without it they are counted and dropped).
   static constexpr uint32_t kServeNowBytes = 256u << 10;
   Endpoint(int rank, int size, Transport::ServeFn serve, int server_threads,
-           Transport::ServeNowFn serve_now = {}, size_t max_queued_requests = 4096);
+           Transport::ServeNowFn serve_now = {}, Transport::NoticeFn on_notice = {},
+           size_t max_queued_requests = 4096);
   ~Endpoint();
 
   // Client side.
   void Read(int peer, const PackRead& read, std::chrono::steady_clock::time_point deadline,
             Transport::ReplyFn done);
+  // Queues a copy of `notice` (CheckNoticeSize's to accept) for every peer;
+  // dropped once stopped.
+  void Publish(std::span<const char> notice);
 
-  // Progress side: messages ready to send (at most one request and one reply
-  // batch per peer), and incoming messages.
+  // Progress side: messages ready to send (request and reply batches of at
+  // most kMaxBatch entries; at most one notice batch per peer, the rest of a
+  // longer queue left for the next call), and incoming messages.
   std::vector<OutMessage> TakeOutgoing();
   void Deliver(int peer, MessageKind kind, const char* data, size_t size);
   // Fails reads whose deadline has passed; returns the next deadline.
@@ -81,6 +94,11 @@ class Endpoint {
     int peer;
     wire::Request request;
   };
+  void DeliverRequests(int peer, const char* data, size_t size);
+  void DeliverReplies(int peer, const char* data, size_t size);
+  void DeliverNotices(int peer, const char* data, size_t size);
+  // Moves the queued batches of `peer` to `out`; true if notices remain.
+  bool TakeBatches(int peer, std::vector<OutMessage>* out) CLAIRFS_REQUIRES(mu_);
   void ServerLoop();
   // The reply to `request` carrying `data` (a ServeFn's answer), counted.
   wire::Reply Answer(const wire::Request& request, Result<std::vector<char>> data);
@@ -89,6 +107,7 @@ class Endpoint {
   const int rank_, size_;
   const Transport::ServeFn serve_;
   const Transport::ServeNowFn serve_now_;
+  const Transport::NoticeFn on_notice_;
   const size_t max_queued_;
   EndpointCounters counters_;
 
@@ -102,6 +121,7 @@ class Endpoint {
   // Per peer.
   std::vector<std::vector<wire::Request>> out_requests_ CLAIRFS_GUARDED_BY(mu_);
   std::vector<std::vector<wire::Reply>> out_replies_ CLAIRFS_GUARDED_BY(mu_);
+  std::vector<std::deque<std::vector<char>>> out_notices_ CLAIRFS_GUARDED_BY(mu_);
   bool has_outgoing_ CLAIRFS_GUARDED_BY(mu_) = false;
   std::deque<Job> jobs_ CLAIRFS_GUARDED_BY(mu_);
   // Started by the constructor, joined by Stop() (the owner's thread).

@@ -39,7 +39,7 @@ void LoopbackFabric::Send(int from, int to, MessageKind kind, std::vector<char> 
     bytes.back() ^= 0x40;
   auto& q = inbox_[to];
   Message m{std::chrono::steady_clock::now() + delay_, from, kind, std::move(bytes)};
-  if (reorder_ && !q.empty()) {
+  if (reorder_ && kind != MessageKind::kNotices && !q.empty()) {
     q.insert(q.begin() + static_cast<long>(rng_() % (q.size() + 1)), std::move(m));
   } else {
     q.push_back(std::move(m));
@@ -51,11 +51,18 @@ std::vector<LoopbackFabric::Message> LoopbackFabric::Receive(int rank) {
   MutexLock lock(&mu_);
   const auto now = std::chrono::steady_clock::now();
   auto& q = inbox_[rank];
+  // A notice that is not ready holds back its sender's later ones (sent
+  // before the delay shrank), which must not overtake it.
+  std::vector<bool> notices_held(size_, false);
   for (auto it = q.begin(); it != q.end();) {
-    if (it->ready <= now) {
+    const bool notice = it->kind == MessageKind::kNotices;
+    if (notice && notices_held[it->from]) {
+      ++it;
+    } else if (it->ready <= now) {
       out.push_back(std::move(*it));
       it = q.erase(it);
     } else {
+      if (notice) notices_held[it->from] = true;
       ++it;
     }
   }
@@ -135,7 +142,7 @@ Result<std::vector<int>> LoopbackTransport::Gather(int value,
 
 Status LoopbackTransport::Start(ServeFn serve, int server_threads, ServeNowFn serve_now) {
   endpoint_ = std::make_unique<Endpoint>(rank_, fabric_->size(), std::move(serve), server_threads,
-                                         std::move(serve_now));
+                                         std::move(serve_now), std::move(on_notice_));
   progress_ = std::thread([this] { Progress(); });
   return Status::Ok();
 }
@@ -147,6 +154,13 @@ void LoopbackTransport::Read(int peer, const PackRead& read,
     return;
   }
   endpoint_->Read(peer, read, deadline, std::move(done));
+}
+
+Status LoopbackTransport::Publish(std::span<const char> notice) {
+  CLAIRFS_RETURN_IF_ERROR(CheckNoticeSize(notice));
+  if (!endpoint_ || stop_) return Status::IOError("transport not running", ECANCELED);
+  endpoint_->Publish(notice);
+  return Status::Ok();
 }
 
 Status LoopbackTransport::Barrier(std::chrono::steady_clock::time_point deadline) {

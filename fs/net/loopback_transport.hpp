@@ -4,7 +4,9 @@
 // Endpoint logic as MpiTransport on its own progress thread. The fabric can
 // inject faults: a dead rank (messages to and from it vanish), a delay per
 // message, reordering, replies damaged on the way, and raw bytes as if sent
-// by a peer.
+// by a peer. Notices take the same path, dead ranks and delays included, but
+// are never reordered: one sender's notices leave the fabric in the order
+// they entered it, as MPI keeps them (reordering tests reply matching).
 // Thread-safe.
 #pragma once
 
@@ -90,6 +92,8 @@ class LoopbackTransport final : public Transport {
   Result<std::vector<int>> Gather(int value,
                                   std::chrono::steady_clock::time_point deadline) override;
   Status Start(ServeFn serve, int server_threads, ServeNowFn serve_now = {}) override;
+  void OnNotice(NoticeFn fn) override { on_notice_ = std::move(fn); }
+  Status Publish(std::span<const char> notice) override;
   void Read(int peer, const PackRead& read, std::chrono::steady_clock::time_point deadline,
             ReplyFn done) override;
   Status Barrier(std::chrono::steady_clock::time_point deadline) override;
@@ -102,6 +106,7 @@ class LoopbackTransport final : public Transport {
   void Progress();
   const std::shared_ptr<LoopbackFabric> fabric_;
   const int rank_;
+  NoticeFn on_notice_;  // until Start hands it to the Endpoint
   std::unique_ptr<Endpoint> endpoint_;
   std::atomic<bool> stop_{false};
   std::thread progress_;

@@ -144,7 +144,7 @@ Result<std::vector<int>> MpiTransport::Gather(int value,
 
 Status MpiTransport::Start(ServeFn serve, int server_threads, ServeNowFn serve_now) {
   endpoint_ = std::make_unique<Endpoint>(rank_, size_, std::move(serve), server_threads,
-                                         std::move(serve_now));
+                                         std::move(serve_now), std::move(on_notice_));
   progress_ = std::thread([this] {
     NameThread("clairfs-mpi");
     Progress();
@@ -159,6 +159,13 @@ void MpiTransport::Read(int peer, const PackRead& read,
     return;
   }
   endpoint_->Read(peer, read, deadline, std::move(done));
+}
+
+Status MpiTransport::Publish(std::span<const char> notice) {
+  CLAIRFS_RETURN_IF_ERROR(CheckNoticeSize(notice));
+  if (!endpoint_ || stop_) return Status::IOError("transport not running", ECANCELED);
+  endpoint_->Publish(notice);  // wakes the progress thread, as a queued read does
+  return Status::Ok();
 }
 
 Status MpiTransport::Barrier(std::chrono::steady_clock::time_point deadline) {
@@ -226,7 +233,8 @@ void MpiTransport::Progress() {
       buf.resize(static_cast<size_t>(count));
       if (MPI_Mrecv(buf.data(), count, MPI_BYTE, &msg, &st) != MPI_SUCCESS) continue;
       if (st.MPI_TAG == static_cast<int>(MessageKind::kRequests) ||
-          st.MPI_TAG == static_cast<int>(MessageKind::kReplies)) {
+          st.MPI_TAG == static_cast<int>(MessageKind::kReplies) ||
+          st.MPI_TAG == static_cast<int>(MessageKind::kNotices)) {
         endpoint_->Deliver(st.MPI_SOURCE, static_cast<MessageKind>(st.MPI_TAG), buf.data(),
                            buf.size());
       }
@@ -244,7 +252,7 @@ void MpiTransport::Progress() {
       last_activity = now;
       if (busy) continue;
     }
-    // Nothing moved: wait for local work (a queued read wakes the wait at
+    // Nothing moved: wait for local work (a queued read or notice wakes the wait at
     // once). Incoming messages are only seen by polling, and MPICH's blocking
     // waits spin, so poll: every 20 us during a burst of reads, then ever less
     // often as the quiet lasts - 1/50 of it, at most 20 ms. A peer's first

@@ -2,7 +2,9 @@
 //
 // Threading: MPI is initialised with MPI_THREAD_SERIALIZED and every MPI call
 // after Start() is made by one progress thread, which owns all MPI state; the
-// FUSE threads only queue reads in the Endpoint and wait on their callbacks.
+// FUSE threads only queue reads and notices in the Endpoint and wait on
+// their callbacks. One peer's notices arrive in order because MPI never lets
+// a message overtake an earlier one of the same sender and tag.
 // Before Start() (Broadcast) and after Stop() (finalize) the calling thread
 // makes the calls, never concurrently with the progress thread.
 // This is the only part of clairfs that includes <mpi.h>.
@@ -40,6 +42,8 @@ class MpiTransport final : public Transport {
   Result<std::vector<int>> Gather(int value,
                                   std::chrono::steady_clock::time_point deadline) override;
   Status Start(ServeFn serve, int server_threads, ServeNowFn serve_now = {}) override;
+  void OnNotice(NoticeFn fn) override { on_notice_ = std::move(fn); }
+  Status Publish(std::span<const char> notice) override;
   void Read(int peer, const PackRead& read, std::chrono::steady_clock::time_point deadline,
             ReplyFn done) override;
   Status Barrier(std::chrono::steady_clock::time_point deadline) override;
@@ -64,6 +68,7 @@ class MpiTransport final : public Transport {
   Status Complete(void* request, const char* what, std::chrono::steady_clock::time_point deadline);
 
   const int rank_, size_;
+  NoticeFn on_notice_;  // until Start hands it to the Endpoint
   std::unique_ptr<Endpoint> endpoint_;
   std::atomic<bool> stop_{false};
   std::thread progress_;

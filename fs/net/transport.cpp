@@ -1,10 +1,19 @@
 #include "fs/net/transport.hpp"
 
 #include <memory>
+#include <string>
 
 #include "base/mutex.hpp"
 
 namespace clairfs::fs {
+
+Status CheckNoticeSize(std::span<const char> notice) {
+  if (notice.empty() || notice.size() > kMaxNoticeBytes) {
+    return Status::InvalidArgument("a notice of " + std::to_string(notice.size()) +
+                                   " bytes (1 to " + std::to_string(kMaxNoticeBytes) + ")");
+  }
+  return Status::Ok();
+}
 
 Status ReadSync(Transport& transport, int peer, const PackRead& read,
                 std::chrono::steady_clock::time_point deadline,

@@ -9,6 +9,11 @@
 // same peer are pipelined and batched into one message where they queue up
 // together.
 //
+// A notice is the other kind of message: bytes one rank publishes to every
+// other rank, with no reply and no retry. Each receiving rank gets a peer's
+// notices at most once and in the order the peer published them; those to a
+// dead peer, or still queued when the transport stops, are lost.
+//
 // Implementations: MpiTransport (one daemon per MPI rank) and LoopbackTransport
 // (every rank inside one process, with fault injection, for tests).
 // All methods are thread-safe unless noted.
@@ -42,6 +47,9 @@ struct PackRead {
 // or one frame, never a whole pack.
 inline constexpr uint32_t kMaxReadBytes = 64u << 20;
 
+// Notices larger than this are refused by Publish (EINVAL).
+inline constexpr uint32_t kMaxNoticeBytes = 64u << 10;
+
 struct EndpointCounters;  // fs/net/endpoint.hpp
 
 class Transport {
@@ -55,6 +63,11 @@ class Transport {
   // refusal), nothing otherwise; called on the thread that moves messages.
   using ServeNowFn =
       std::function<std::optional<Result<std::vector<char>>>(int peer, const PackRead&)>;
+  // A peer's notice: bytes its owner published, delivered once per receiving
+  // rank, in the order the peer published them; called on the thread that
+  // moves messages (keep it short, never call back into the transport's
+  // Read/ReadSync from it). The bytes live only during the call.
+  using NoticeFn = std::function<void(int peer, std::span<const char> notice)>;
 
   virtual ~Transport() = default;
   virtual int rank() const = 0;
@@ -73,6 +86,13 @@ class Transport {
   // is answered by the thread that received it, without a hand-off to a
   // server thread. Not thread-safe; call once.
   virtual Status Start(ServeFn serve, int server_threads, ServeNowFn serve_now = {}) = 0;
+  // Before Start: where peers' notices go (none set: they are counted and
+  // dropped). Not thread-safe, like Start.
+  virtual void OnNotice(NoticeFn fn) = 0;
+  // After Start: `notice` to every other rank. EINVAL if larger than
+  // kMaxNoticeBytes or empty; ECANCELED once stopped (or before Start).
+  // Never blocks on the network: the bytes are copied and queued.
+  virtual Status Publish(std::span<const char> notice) = 0;
   // Asynchronous read from `peer` (never this rank).
   virtual void Read(int peer, const PackRead& read, std::chrono::steady_clock::time_point deadline,
                     ReplyFn done) = 0;
@@ -85,6 +105,10 @@ class Transport {
   // Messages and reads so far; null before Start().
   virtual const EndpointCounters* counters() const = 0;
 };
+
+// Publish's size check, shared by the implementations: EINVAL unless the
+// notice holds 1 to kMaxNoticeBytes bytes.
+Status CheckNoticeSize(std::span<const char> notice);
 
 // Blocks until the read completes or its deadline passes.
 Result<std::vector<char>> ReadSync(Transport& transport, int peer, const PackRead& read,
