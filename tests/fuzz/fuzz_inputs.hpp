@@ -34,8 +34,9 @@ enum class ProtocolMessage : uint8_t {
   kReplies = 1,
   kManifestEnvelope = 2,
   kFrameRead = 3,  // FrameReadInput, then the bytes of a pack
+  kNotices = 4,
 };
-inline constexpr uint8_t kProtocolMessages = 4;
+inline constexpr uint8_t kProtocolMessages = 5;
 
 // A frame read (fs::PackRead with frame_at) served from the pack bytes that
 // follow, and the reader's split of the answer.

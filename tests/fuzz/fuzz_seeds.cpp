@@ -1,7 +1,7 @@
 // fuzz_seeds CORPUS DATASET...: writes the fuzz targets' seed corpus into
 // CORPUS/<target>/ from packed datasets (clairfs-partition outputs): their
-// manifests, a few payloads of each codec as fuzz::PayloadInput cases, request
-// and reply batches and manifest envelopes, a few configs, and order reporters'
+// manifests, a few payloads of each codec as fuzz::PayloadInput cases, request,
+// reply and notice batches and manifest envelopes, a few configs, and order reporters'
 // connections (report_fuzz: a chunking byte, then the stream). Run by
 // tests/fuzz/make_corpus.sh.
 #include <cstdio>
@@ -82,6 +82,11 @@ void ProtocolSeeds(const stdfs::path& corpus, const std::vector<char>& manifest)
       {3, 0, std::vector<char>(manifest.begin(), manifest.begin() + 64)}};
   Write(corpus / "protocol" / "replies",
         Selected(ProtocolMessage::kReplies, fs::wire::EncodeReplies(replies)));
+  const std::string written = "train/shard-00017.tfrecord\t1048576";
+  const std::vector<std::vector<char>> notices = {
+      {written.begin(), written.end()}, {'x'}, std::vector<char>(300, '\0')};
+  Write(corpus / "protocol" / "notices",
+        Selected(ProtocolMessage::kNotices, fs::wire::EncodeNotices(notices)));
   Write(corpus / "protocol" / "envelope-manifest",
         Selected(ProtocolMessage::kManifestEnvelope, fs::EncodeManifestEnvelope(manifest)));
   const Status missing = Status::NotFound("/data/set/manifest: no manifest");

@@ -1,5 +1,5 @@
-// Fuzz target: the decoders of what ranks send each other - request and
-// reply batches (fs/net/protocol.hpp), the start-up manifest envelope
+// Fuzz target: the decoders of what ranks send each other - request, reply
+// and notice batches (fs/net/protocol.hpp), the start-up manifest envelope
 // (fs/dist/manifest_envelope.hpp) - and both ends of a frame read: the owner
 // serving a peer's (partition, payload offset, file byte) from its pack, the
 // reader splitting the answer (format::ReadTableAndFrame, SplitTableAndFrame).
@@ -11,6 +11,9 @@
 //  - a reply batch encodes back to the bytes received, except that payload
 //    bytes after an error code are dropped; decoding that again gives the
 //    same ids, codes and payloads;
+//  - a notice batch holds at most kMaxBatch notices of 1 to kMaxNoticeBytes
+//    bytes, each inside the message, and encodes back to exactly the bytes
+//    received;
 //  - an envelope that yields a manifest yields exactly the bytes after its
 //    first byte, and encodes back to itself;
 //  - a served frame read stays within the pack and its limit, starts with the
@@ -71,6 +74,20 @@ void CheckReplies(const std::vector<char>& msg) {
     Require(a.err != 0 ? b.data.empty() : std::ranges::equal(a.data, b.data),
             "a re-encoded reply's payload differs");
   }
+}
+
+void CheckNotices(const std::vector<char>& msg) {
+  auto notices = wire::DecodeNotices(msg.data(), msg.size());
+  if (!notices.ok()) return;
+  Require(notices->size() <= wire::kMaxBatch, "a notice batch over the batch limit decodes");
+  std::vector<std::vector<char>> owned;
+  for (std::span<const char> n : *notices) {
+    Require(!n.empty() && n.size() <= kMaxNoticeBytes, "a notice of a refused size decodes");
+    Require(n.data() >= msg.data() && n.data() + n.size() <= msg.data() + msg.size(),
+            "a notice lies outside its message");
+    owned.emplace_back(n.begin(), n.end());
+  }
+  Require(wire::EncodeNotices(owned) == msg, "a notice batch does not encode back to itself");
 }
 
 void CheckEnvelope(const std::vector<char>& msg) {
@@ -139,6 +156,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     case ProtocolMessage::kFrameRead:
       CheckFrameRead(msg);
+      break;
+    case ProtocolMessage::kNotices:
+      CheckNotices(msg);
       break;
   }
   return 0;
