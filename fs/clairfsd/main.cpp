@@ -17,6 +17,7 @@
 #include "base/log.hpp"
 #include "fs/cache/cache_policy.hpp"
 #include "fs/cache/ram_cache.hpp"
+#include "fs/clairfsd/area_peers.hpp"
 #include "fs/clairfsd/prefetch_setup.hpp"
 #include "fs/clairfsd/report_setup.hpp"
 #include "fs/clairfsd/settings_diagnosis.hpp"
@@ -221,6 +222,7 @@ int main(int argc, char** argv) {
   // The writable area: what persist holds is read (and what the last run
   // left in local queued) before the mount is served.
   std::unique_ptr<fs::WriteArea> writes;
+  std::unique_ptr<fs::ClusterAreaPeers> area_peers;
   if (!config.writes.name.empty()) {
     clairfs::Status st;
     if (m.Lookup(0, config.writes.name)) {
@@ -242,6 +244,8 @@ int main(int argc, char** argv) {
       (void)cluster.Agree(st, start_wait);
       return 1;
     }
+    // Files written on one node are read on the others from it.
+    fs::ConnectArea(cluster, writes.get(), config.cluster.store.peer_timeout, &area_peers);
     clairfs::Log(clairfs::LogLevel::kInfo, "writes: /" + config.writes.name +
                                                " is writable: " + config.writes.local +
                                                " first, drained to " + config.writes.persist);

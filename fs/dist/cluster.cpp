@@ -154,12 +154,27 @@ Status Cluster::Place(const ClusterOptions& o) {
   return Status::Ok();
 }
 
+void Cluster::ServeArea(AreaServeFn serve, Transport::NoticeFn on_notice) {
+  if (!transport_) return;
+  area_serve_ = std::move(serve);
+  transport_->OnNotice(std::move(on_notice));
+}
+
 Status Cluster::Serve() {
   if (transport_) {
     DistributedPackStore* store = store_.get();
+    const AreaServeFn* area = &area_serve_;
     CLAIRFS_RETURN_IF_ERROR(transport_->Start(
-        [store](int peer, const PackRead& r) { return store->Serve(peer, r); }, server_threads_,
-        [store](int peer, const PackRead& r) { return store->ServeIfCached(peer, r); }));
+        [store, area](int peer, const PackRead& r) -> Result<std::vector<char>> {
+          if (r.partition != kAreaPartition) return store->Serve(peer, r);
+          if (!*area) return Status::IOError("no writable area on this rank", ESTALE);
+          return (*area)(r);
+        },
+        server_threads_,
+        [store](int peer, const PackRead& r) -> std::optional<Result<std::vector<char>>> {
+          if (r.partition == kAreaPartition) return std::nullopt;  // a server thread's job
+          return store->ServeIfCached(peer, r);
+        }));
   }
   if (stager_) stager_->Start();
   return Status::Ok();
@@ -198,6 +213,8 @@ void Cluster::WriteStats(clairfs::JsonWriter& w) const {
         .Integer("served_at_once", n->served_at_once)
         .Integer("rejected_messages", n->rejected_messages)
         .Integer("unknown_replies", n->unknown_replies)
+        .Integer("notices_sent", n->notices_sent)
+        .Integer("notices_received", n->notices_received)
         .EndObject();
   }
   if (source_) {

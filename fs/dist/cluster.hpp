@@ -75,6 +75,14 @@ class Cluster {
   // store. Collective: every rank calls it; an error on any rank is reported
   // on all. Nothing runs in the background until Serve().
   Status Start(const ClusterOptions& options);
+  // Before Serve: peers' reads of kAreaPartition go to `serve` (the writable
+  // area's files), and their notices to `on_notice`. A job of one rank has
+  // no peers: both are dropped.
+  using AreaServeFn = std::function<Result<std::vector<char>>(const PackRead&)>;
+  void ServeArea(AreaServeFn serve, Transport::NoticeFn on_notice);
+  // The job's transport (null for one rank), for the writable area's notices
+  // and reads.
+  Transport* transport() { return transport_.get(); }
   // After the last gate: starts staging and serving peers' reads.
   Status Serve();
   std::shared_ptr<const format::Manifest> manifest() const { return manifest_; }
@@ -104,6 +112,7 @@ class Cluster {
   std::unique_ptr<Stager> stager_;
   int server_threads_ = 1;  // ClusterOptions::server_threads, from Start()
   std::unique_ptr<DistributedPackStore> store_;
+  AreaServeFn area_serve_;  // ServeArea's
   bool shut_down_ = false;
 };
 

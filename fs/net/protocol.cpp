@@ -45,7 +45,7 @@ Result<std::vector<Request>> DecodeRequests(const char* data, size_t size) {
   for (uint32_t i = 0; i < h->count; ++i) {
     RequestEntry e;
     std::memcpy(&e, data + sizeof(BatchHeader) + i * sizeof e, sizeof e);
-    if (e.frame_at != kNoFrame && e.length != 0) {
+    if (e.frame_at != kNoFrame && e.length != 0 && e.partition != kAreaPartition) {
       return Status::Corruption("a frame read with a length");
     }
     out[i] = {e.id, PackRead{e.partition, e.offset, e.length, e.frame_at}};

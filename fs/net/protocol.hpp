@@ -8,11 +8,11 @@
 //
 // A request is a range read (frame_at kNoFrame) or a frame read (frame_at: a
 // byte of the file, length 0), whose reply payload is the frame table, then
-// the frame (PackRead). Decoding validates every count and length against the
-// message size, so a malformed or truncated message is rejected whole, never
-// read past its end; a frame read with a length is malformed too, and so is
-// a notice of 0 or more than kMaxNoticeBytes bytes.
-// Pure functions; thread-safe.
+// the frame (PackRead), or a read of a writable area's file (partition
+// kAreaPartition, frame_at the file, a range of it). Decoding validates every count and length
+// against the message size, so a malformed or truncated message is rejected whole, never read past
+// its end; a frame read with a length is malformed too, and so is a notice of 0 or more than
+// kMaxNoticeBytes bytes. Pure functions; thread-safe.
 #pragma once
 
 #include <cstdint>

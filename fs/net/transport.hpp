@@ -31,6 +31,10 @@
 namespace clairfs::fs {
 
 inline constexpr uint64_t kNoFrame = UINT64_MAX;
+// A read of this partition is one of the writable area's files (clairfsd:
+// WriteArea::ServePeer): bytes [offset, offset + length) of the serving
+// rank's file number `frame_at`.
+inline constexpr uint32_t kAreaPartition = UINT32_MAX;
 
 struct PackRead {
   uint32_t partition = 0;

@@ -45,6 +45,12 @@ WriteArea::~WriteArea() {
     changed_.NotifyAll();
   }
   if (drain_.joinable()) drain_.join();
+  {
+    MutexLock lock(&inbox_mu_);
+    inbox_stop_ = true;
+    inbox_cv_.NotifyAll();
+  }
+  if (notices_.joinable()) notices_.join();
 }
 
 Result<std::unique_ptr<WriteArea>> WriteArea::Open(WriteAreaOptions options, uint64_t first_ino) {

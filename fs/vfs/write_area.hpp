@@ -102,6 +102,10 @@ class WriteArea {
   // area (fs/vfs/write_area_peers.cpp says which changes win over which).
   // A malformed notice is counted and dropped.
   void ApplyNotice(int peer, std::string_view notice);
+  // The same, applied soon by a thread of the area's own (from Start on):
+  // for the transport's thread, which must not wait for the area's lock
+  // while a holder of it waits for a reply that thread delivers.
+  void QueueNotice(int peer, std::string_view notice);
   // A peer's read of a file this node published: ESTALE when this node no
   // longer has its bytes (the peer then reads persist). Never takes the
   // area's lock, so two nodes copying each other's files never wait on each other.
@@ -319,6 +323,13 @@ class WriteArea {
   // closed first (their readers fall back to persist).
   static constexpr size_t kMaxServed = 4096;
   Mutex serve_mu_;  // after mu_
+  // QueueNotice's notices, until the notice thread applies them.
+  void NoticeLoop();
+  Mutex inbox_mu_;  // never held with mu_
+  CondVar inbox_cv_;
+  std::deque<std::pair<int, std::string>> inbox_ CLAIRFS_GUARDED_BY(inbox_mu_);
+  bool inbox_stop_ CLAIRFS_GUARDED_BY(inbox_mu_) = false;
+  std::thread notices_;  // set by Start, joined by the destructor
   std::map<uint64_t, std::shared_ptr<Fd>> served_ CLAIRFS_GUARDED_BY(serve_mu_);
   std::atomic<uint64_t> notices_sent_{0}, notices_applied_{0}, notices_rejected_{0};
   std::atomic<uint64_t> peer_reads_{0}, peer_read_bytes_{0}, peer_fallbacks_{0};

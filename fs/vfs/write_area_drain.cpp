@@ -57,6 +57,10 @@ void WriteArea::Start() {
     NameThread("clairfs-drain");
     DrainLoop();
   });
+  notices_ = std::thread([this] {
+    NameThread("clairfs-notices");
+    NoticeLoop();
+  });
 }
 
 Status WriteArea::Finish(std::chrono::milliseconds stalled) {

@@ -175,6 +175,25 @@ Result<std::string> WriteArea::ServePeer(uint64_t ino, uint64_t offset, size_t s
   return out;
 }
 
+void WriteArea::QueueNotice(int peer, std::string_view notice) {
+  MutexLock lock(&inbox_mu_);
+  inbox_.emplace_back(peer, std::string(notice));
+  inbox_cv_.NotifyOne();
+}
+
+void WriteArea::NoticeLoop() {
+  for (;;) {
+    std::deque<std::pair<int, std::string>> batch;
+    {
+      MutexLock lock(&inbox_mu_);
+      while (inbox_.empty() && !inbox_stop_) inbox_cv_.Wait(&lock);
+      if (inbox_.empty()) return;
+      batch.swap(inbox_);
+    }
+    for (const auto& [peer, notice] : batch) ApplyNotice(peer, notice);
+  }
+}
+
 WriteArea::Node* WriteArea::Resolve(std::string_view path) {
   Node* n = Find(first_ino_);
   while (n != nullptr && !path.empty()) {

@@ -96,6 +96,13 @@ TEST_CASE("frame reads round trip; one with a length is rejected", "[net]") {
   reqs[0].read.length = 10;  // a frame read names no length: the answer's size is the owner's
   enc = wire::EncodeRequests(reqs);
   CHECK_FALSE(wire::DecodeRequests(enc.data(), enc.size()).ok());
+  // A read of a writable area's file names the file in frame_at, and a range.
+  reqs[0].read.partition = kAreaPartition;
+  enc = wire::EncodeRequests(reqs);
+  dec = wire::DecodeRequests(enc.data(), enc.size());
+  REQUIRE(dec.ok());
+  CHECK((*dec)[0].read.length == 10);
+  CHECK((*dec)[0].read.frame_at == 5000);
 }
 
 TEST_CASE("many pipelined reads between four ranks return the right bytes", "[net]") {
@@ -312,7 +319,7 @@ TEST_CASE("Start's server_threads is how many peers' reads are served at once", 
   }
 }
 
-TEST_CASE("reads serve_now answers skip the server threads; the others still reach them", "[net]") {
+TEST_CASE("reads serve_now answers skip the server threads, the others still reach them", "[net]") {
   auto fabric = std::make_shared<LoopbackFabric>(2);
   LoopbackTransport client(fabric, 0), server(fabric, 1);
   std::atomic<int> served_later{0};
