@@ -46,8 +46,7 @@ void CheckRequests(const std::vector<char>& msg) {
   if (!reqs.ok()) return;
   Require(reqs->size() <= wire::kMaxBatch, "a request batch over the batch limit decodes");
   for (const wire::Request& r : *reqs) {
-    Require(r.read.frame_at == kNoFrame || r.read.length == 0 ||
-                r.read.partition == kAreaPartition,
+    Require(r.read.frame_at == kNoFrame || r.read.length == 0 || r.read.partition == kAreaPartition,
             "a frame read with a length decodes");
   }
   Require(wire::EncodeRequests(*reqs) == msg, "a request batch does not encode back to itself");
