@@ -236,6 +236,8 @@ class WriteArea {
 
   // The drain (write_area_drain.cpp).
   void DrainLoop();
+  // How often the drain and notice threads look for settled files.
+  std::chrono::milliseconds SettleTick() const;
   Status Replay(const Step& step);
   Status ReplayPut(const Step& step);
   Status ReplayMeta(const Step& step);
@@ -323,7 +325,8 @@ class WriteArea {
   // closed first (their readers fall back to persist).
   static constexpr size_t kMaxServed = 4096;
   Mutex serve_mu_;  // after mu_
-  // QueueNotice's notices, until the notice thread applies them.
+  // The notice thread: applies QueueNotice's notices, and every SettleTick
+  // queues (so publishes) the files that have settled.
   void NoticeLoop();
   Mutex inbox_mu_;  // never held with mu_
   CondVar inbox_cv_;

@@ -182,15 +182,23 @@ void WriteArea::QueueNotice(int peer, std::string_view notice) {
 }
 
 void WriteArea::NoticeLoop() {
+  // Also the settle timer: the drain thread looks for settled files only
+  // between two copies, so a file that settles while it copies another
+  // (seconds for a large one) would be published that much later.
+  const auto tick = SettleTick();
   for (;;) {
     std::deque<std::pair<int, std::string>> batch;
     {
       MutexLock lock(&inbox_mu_);
-      while (inbox_.empty() && !inbox_stop_) inbox_cv_.Wait(&lock);
-      if (inbox_.empty()) return;
+      if (inbox_.empty() && !inbox_stop_) {
+        inbox_cv_.WaitUntil(&lock, std::chrono::steady_clock::now() + tick);
+      }
+      if (inbox_stop_ && inbox_.empty()) return;
       batch.swap(inbox_);
     }
     for (const auto& [peer, notice] : batch) ApplyNotice(peer, notice);
+    MutexLock lock(&mu_);
+    if (!stopping_) QueueSettled(/*all=*/false);  // once stopping, the drain queues them all
   }
 }
 
