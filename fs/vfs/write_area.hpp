@@ -218,6 +218,11 @@ class WriteArea {
   // Makes a persist-only file (or every file under a directory) local.
   Status CopyUp(Node* n) CLAIRFS_REQUIRES(mu_);
   Status CopyUpFromPersist(Node* n) CLAIRFS_REQUIRES(mu_);
+  // A copy-up's end: `tmp` in trash (written through `out`, `copied` says
+  // how that went) gets the node's mode and `times` and takes its name in
+  // `dir` of local, and the node is this node's own; removed on any failure.
+  Status InstallCopy(Node* n, int dir, const std::string& tmp, int out, Status copied,
+                     const std::array<timespec, 2>& times, uint64_t bytes) CLAIRFS_REQUIRES(mu_);
   // For a new entry `name` in directory `parent`: checks the name (EEXIST if
   // taken), sets `dir`, returns the local directory to make it in.
   Result<Fd> NewEntryDir(uint64_t parent, std::string_view name, Node** dir) CLAIRFS_REQUIRES(mu_);
