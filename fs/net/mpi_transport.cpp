@@ -164,8 +164,8 @@ void MpiTransport::Read(int peer, const PackRead& read,
 Status MpiTransport::Publish(std::span<const char> notice) {
   CLAIRFS_RETURN_IF_ERROR(CheckNoticeSize(notice));
   if (!endpoint_ || stop_) return Status::IOError("transport not running", ECANCELED);
-  endpoint_->Publish(notice);  // wakes the progress thread, as a queued read does
-  return Status::Ok();
+  // Wakes the progress thread, as a queued read does.
+  return NoticeDrops(endpoint_->Publish(notice));
 }
 
 Status MpiTransport::Barrier(std::chrono::steady_clock::time_point deadline) {
