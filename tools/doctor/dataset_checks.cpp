@@ -53,25 +53,32 @@ Check CheckConfig(Context* ctx) {
   if (complete.fuse.mount.empty()) complete.fuse.mount = "-";
   for (std::string& e : fs::ValidateConfig(complete)) errors.push_back(std::move(e));
   if (!errors.empty()) {
-    return Check::Problem("config",
-                          "clairfsd would refuse its configuration: " + Join(errors, "; "),
-                          "correct " + (o.config.empty() ? std::string("the options") : o.config) +
-                              " (clairfsd --help lists every key and its values)");
+    // The other checks go on with the paths of the command line; those that
+    // need the config's values are skipped.
+    config = fs::Config();
+    config.cluster.dataset = o.dataset;
+    config.cluster.local_dir = o.local_dir;
+    ctx->config_refused = true;
   }
   ctx->config = std::move(config);
-  ctx->config_loaded = !o.config.empty();
   const std::string host = Host();
   const int rank = static_cast<int>(ctx->rank);
   for (auto [pattern, out] : {std::pair{&ctx->config.cluster.dataset, &ctx->dataset},
                               {&ctx->config.cluster.local_dir, &ctx->local_dir}}) {
     if (pattern->empty()) continue;
     auto expanded = fs::ExpandPath(*pattern, rank, host);
-    if (!expanded.ok()) {
-      return Check::Problem("config", expanded.status().message(),
-                            "set that variable in the job's environment, or give the path "
-                            "without it");
+    if (expanded.ok()) {
+      *out = *expanded;
+    } else {
+      errors.push_back(expanded.status().message());
     }
-    *out = *expanded;
+  }
+  if (!errors.empty()) {
+    return Check::Problem("config",
+                          "clairfsd would refuse its configuration: " + Join(errors, "; "),
+                          "correct " + (o.config.empty() ? std::string("the options") : o.config) +
+                              " (clairfsd --help lists every key and its values; a variable a "
+                              "path names must be set in the job's environment)");
   }
   if (o.config.empty()) return Check::Ok("config", "no --config: clairfsd's defaults");
   return Check::Ok("config", o.config + " loads (ram_cache " + HumanBytes(ctx->config.ram_cache) +

@@ -32,10 +32,10 @@ struct DoctorOptions {
 
 struct Context {
   DoctorOptions options;
-  fs::Config config;           // the defaults when no --config, or when it did not load
-  bool config_loaded = false;  // --config given and loaded without error
-  std::string dataset;         // expanded ({rank}, {host}, $VAR); "" = not given
-  std::string local_dir;       // expanded; "" = not given
+  fs::Config config;            // the defaults when no --config, or when it did not load
+  bool config_refused = false;  // the config did not load: checks of its values are skipped
+  std::string dataset;          // expanded ({rank}, {host}, $VAR); "" = not given
+  std::string local_dir;        // expanded; "" = not given
   std::shared_ptr<const format::Manifest> manifest;  // null: none or unreadable
   uint64_t nodes = 1, rank = 0;
   std::string nodes_from, rank_from;  // where they came from (--nodes, SLURM_NNODES, ...)
@@ -51,7 +51,7 @@ Check CheckConfig(Context* ctx);    // loads ctx->config
 Check CheckManifest(Context* ctx);  // loads ctx->manifest; packs present, --verify-packs
 Check CheckDevFuse(const Context& ctx);
 Check CheckFusermount(const Context& ctx);
-Check CheckAllowOther(const Context& ctx, const std::string& fuse_conf = "/etc/fuse.conf");
+Check CheckAllowOther(const Context& ctx);
 Check CheckFuseProtocol(const Context& ctx);
 Check CheckInotify(const Context& ctx);
 Check CheckLocalSpace(const Context& ctx);

@@ -17,6 +17,7 @@ namespace clairfs::doctor {
 namespace {
 
 constexpr char kDevFuse[] = "/dev/fuse";
+constexpr char kFuseConf[] = "/etc/fuse.conf";  // where fusermount3 reads it
 constexpr char kAskFuse[] =
     "ask your site's administrators to let users use FUSE on the compute nodes: /dev/fuse "
     "mode 0666 (as the fuse3 package sets it) and allowed in the job's device cgroup";
@@ -76,7 +77,7 @@ Check CheckFusermount(const Context& ctx) {
                           "ask your site's administrators to install fuse3 (it provides the "
                           "setuid /usr/bin/fusermount3), or add its directory to PATH");
   }
-  struct stat st;
+  struct stat st = {};
   struct statvfs fs;
   if (::stat(path.c_str(), &st) != 0 || st.st_uid != 0 || (st.st_mode & S_ISUID) == 0) {
     return Check::Problem(
@@ -94,7 +95,10 @@ Check CheckFusermount(const Context& ctx) {
   return Check::Ok("fusermount3", path + " is setuid root");
 }
 
-Check CheckAllowOther(const Context& ctx, const std::string& fuse_conf) {
+Check CheckAllowOther(const Context& ctx) {
+  if (ctx.config_refused && !ctx.options.allow_other) {
+    return Check::Skipped("allow_other", "the config did not load: allow_other unknown");
+  }
   const bool asked = ctx.options.allow_other || ctx.config.fuse.allow_other;
   if (!asked) {
     return Check::Ok("allow_other",
@@ -103,17 +107,18 @@ Check CheckAllowOther(const Context& ctx, const std::string& fuse_conf) {
   const std::string by = ctx.config.fuse.allow_other ? "allow_other: true in " + ctx.options.config
                                                      : std::string("--allow-other");
   if (ctx.root) return Check::Ok("allow_other", "asked for (" + by + "); root needs no fuse.conf");
-  auto text = ReadText(fuse_conf);
+  auto text = ReadText(kFuseConf);
   if (text.ok() && FuseConfAllowsOther(*text)) {
     return Check::Ok("allow_other",
-                     "asked for (" + by + ") and " + fuse_conf + " has user_allow_other");
+                     "asked for (" + by + ") and " + kFuseConf + " has user_allow_other");
   }
   return Check::Problem("allow_other",
-                        "asked for (" + by + "), but " + fuse_conf +
+                        "asked for (" + by + "), but " + kFuseConf +
                             (text.ok() ? " has no line user_allow_other" : " cannot be read") +
                             ": fusermount3 refuses the mount",
-                        "ask your site's administrators to add the line user_allow_other to " +
-                            fuse_conf + ", or set allow_other: false in the config");
+                        std::string("ask your site's administrators to add the line "
+                                    "user_allow_other to ") +
+                            kFuseConf + ", or set allow_other: false in the config");
 }
 
 Check CheckFuseProtocol(const Context& ctx) {

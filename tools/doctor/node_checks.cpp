@@ -59,6 +59,7 @@ std::vector<uint32_t> Partitions(const Context& ctx, std::string* how) {
 }  // namespace
 
 Check CheckInotify(const Context& ctx) {
+  if (ctx.config_refused) return Check::Skipped("inotify", "the config did not load");
   const fs::Config& c = ctx.config;
   if (c.prefetch_opens != "inotify") {
     return Check::Ok("inotify", "not used (prefetch_opens: " + c.prefetch_opens + ")");
@@ -124,6 +125,8 @@ Check CheckLocalSpace(const Context& ctx) {
 }
 
 Check CheckMemory(const Context& ctx) {
+  if (ctx.config_refused)
+    return Check::Skipped("memory", "the config did not load: ram_cache unknown");
   const std::string path = ctx.options.proc + "/meminfo";
   auto text = ReadText(path);
   if (!text.ok()) {
