@@ -90,14 +90,14 @@ Check CheckLocalSpace(const Context& ctx) {
   std::string probe = ctx.local_dir;
   struct statvfs fs;
   while (::statvfs(probe.c_str(), &fs) != 0) {
+    const int e = errno;
     const size_t slash = probe.find_last_of('/');
-    if (errno != ENOENT || slash == std::string::npos || probe == "/") {
+    if (e != ENOENT || probe == "/" || probe == ".") {
       return Check::Problem(
-          "local_space",
-          "cannot see the file system of " + ctx.local_dir + ": " + std::strerror(errno),
+          "local_space", "cannot see the file system of " + ctx.local_dir + ": " + std::strerror(e),
           "choose a --local-dir on the node's local disk that you may write");
     }
-    probe = slash == 0 ? "/" : probe.substr(0, slash);
+    probe = slash == std::string::npos ? "." : slash == 0 ? "/" : probe.substr(0, slash);
   }
   std::string how;
   const std::vector<uint32_t> parts = Partitions(ctx, &how);
