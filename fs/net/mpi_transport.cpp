@@ -58,6 +58,24 @@ bool LaunchedByMpi() {
   return false;
 }
 
+std::string MpiBuiltWith() {
+#if defined(MPICH_VERSION)
+  return std::string("MPICH ") + MPICH_VERSION;
+#elif defined(OMPI_MAJOR_VERSION)
+  return "Open MPI " + std::to_string(OMPI_MAJOR_VERSION) + "." +
+         std::to_string(OMPI_MINOR_VERSION) + "." + std::to_string(OMPI_RELEASE_VERSION);
+#else
+  return "MPI " + std::to_string(MPI_VERSION) + "." + std::to_string(MPI_SUBVERSION);
+#endif
+}
+
+std::string MpiRunsWith() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return "";
+  return std::string(text, static_cast<size_t>(length));
+}
+
 Result<std::unique_ptr<MpiTransport>> MpiTransport::Init(int* argc, char*** argv,
                                                          std::chrono::milliseconds limit) {
   int provided = 0;
