@@ -1,5 +1,6 @@
 #include "tools/sim/fanstore_source.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 
@@ -8,7 +9,11 @@ namespace clairfs::sim {
 FanStoreSource::FanStoreSource(EventLoop* loop, SharedDevice* shared_fs,
                                const std::vector<uint64_t>* file_bytes, uint32_t nodes,
                                uint32_t partitions, const NodeSpec& node)
-    : loop_(loop), fs_(shared_fs), bytes_(file_bytes), nodes_(nodes), partitions_(partitions) {
+    : loop_(loop),
+      fs_(shared_fs),
+      bytes_(file_bytes),
+      nodes_(std::max(nodes, 1u)),
+      partitions_(std::max(partitions, 1u)) {
   for (uint32_t n = 0; n < nodes; ++n) {
     ssd_.push_back(std::make_unique<SharedDevice>(loop, node.ssd));
     link_.push_back(std::make_unique<SharedDevice>(loop, node.link));

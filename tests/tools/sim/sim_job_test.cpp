@@ -8,6 +8,7 @@
 
 #include "prefetch/order/sequential_sampler.hpp"
 #include "prefetch/torch/distributed_sampler.hpp"
+#include "tests/tools/sim/order_bytes.hpp"
 #include "tools/sim/job.hpp"
 #include "tools/sim/shared_fs_source.hpp"
 
@@ -140,12 +141,7 @@ TEST_CASE("every epoch reads each file the real sampler gives, its bytes counted
   REQUIRE(r->size() == 3);
   uint64_t all = 0;
   for (uint32_t e = 0; e < 3; ++e) {
-    uint64_t want = 0;
-    for (uint64_t rank = 0; rank < 4; ++rank) {
-      auto order = sampler->Order(rank, e);
-      REQUIRE(order.ok());
-      for (auto i : *order) want += bytes[i];
-    }
+    const uint64_t want = testing::OrderBytes(*sampler, e, bytes);
     INFO("epoch " << e);
     CHECK((*r)[e].sources.shared_fs_bytes == want);
     CHECK((*r)[e].sources.reads == 4 * sampler->num_samples());
