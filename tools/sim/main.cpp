@@ -19,7 +19,7 @@ constexpr char kUsage[] =
     "  Simulates the config's training job (nodes x ranks, dataset, shared file\n"
     "  system, node SSDs and links; docs/simulation.md lists every key, and the\n"
     "  defaults without --config) once per policy: shared-fs (PyTorch's loader\n"
-    "  on the shared file system), fanstore. Prints one CSV row per policy and\n"
+    "  on the shared file system), fanstore, clairfs. Prints one CSV row per policy and\n"
     "  epoch: seconds, stall fraction, bytes by source, staging time, the shared\n"
     "  file system's peak requests in progress.\n";
 

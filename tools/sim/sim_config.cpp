@@ -95,7 +95,7 @@ Reader::Setter Flag(bool* out) {
 }  // namespace
 
 const std::vector<std::string>& KnownPolicies() {
-  static const std::vector<std::string> known{"shared-fs", "fanstore"};
+  static const std::vector<std::string> known{"shared-fs", "fanstore", "clairfs"};
   return known;
 }
 
@@ -140,8 +140,10 @@ Result<SimConfig> ParseSimConfig(const std::string& yaml) {
             {{"ssd_bandwidth", Rate(&c.node.ssd.bandwidth)},
              {"ssd_iops", Seconds(&c.node.ssd.iops, 1)},
              {"link_bandwidth", Rate(&c.node.link.bandwidth)},
-             {"link_latency_us", Seconds(&c.node.link.latency, 1e-6)}});
+             {"link_latency_us", Seconds(&c.node.link.latency, 1e-6)},
+             {"ram", Size(&c.ram)}});
   r.Section(root, "fanstore", {{"partitions", Count(&c.partitions, 0u)}});
+  r.Section(root, "clairfs", {{"fetch_slots", Count(&c.fetch_slots, 1u)}});
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
     if (key == "policies") {
@@ -154,13 +156,14 @@ Result<SimConfig> ParseSimConfig(const std::string& yaml) {
         const std::string name = p.IsScalar() ? p.Scalar() : "?";
         const auto& known = KnownPolicies();
         if (std::find(known.begin(), known.end(), name) == known.end()) {
-          r.Problem("policies: unknown policy '" + name + "' (known: shared-fs, fanstore)");
+          r.Problem("policies: unknown policy '" + name +
+                    "' (known: shared-fs, fanstore, clairfs)");
         } else {
           c.policies.push_back(name);
         }
       }
     } else if (key != "job" && key != "dataset" && key != "sampler" && key != "shared_fs" &&
-               key != "node" && key != "fanstore") {
+               key != "node" && key != "fanstore" && key != "clairfs") {
       r.Problem(key + ": unknown section");
     }
   }

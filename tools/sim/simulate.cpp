@@ -6,6 +6,7 @@
 #include <random>
 
 #include "prefetch/torch/distributed_sampler.hpp"
+#include "tools/sim/clairfs_source.hpp"
 #include "tools/sim/fanstore_source.hpp"
 #include "tools/sim/shared_fs_source.hpp"
 
@@ -36,6 +37,7 @@ Result<PolicyRun> RunPolicy(const SimConfig& config, const std::string& policy,
   SharedDevice shared_fs(&loop, config.shared_fs);
   std::unique_ptr<DataSource> source;
   FanStoreSource* fanstore = nullptr;
+  ClairfsSource* clairfs = nullptr;
   if (policy == "shared-fs") {
     source = std::make_unique<SharedFsSource>(&shared_fs, &file_bytes);
   } else if (policy == "fanstore") {
@@ -43,6 +45,15 @@ Result<PolicyRun> RunPolicy(const SimConfig& config, const std::string& policy,
                                               config.partitions, config.node);
     fanstore = f.get();
     source = std::move(f);
+  } else if (policy == "clairfs") {
+    ClairfsSpec spec{.partitions = config.partitions,
+                     .ram_bytes = config.ram,
+                     .fetch_slots = config.fetch_slots,
+                     .node = config.node};
+    auto c = ClairfsSource::Create(&loop, &shared_fs, &file_bytes, *sampler, job, spec);
+    if (!c.ok()) return c.status();
+    clairfs = c->get();
+    source = std::move(c).value();
   } else {
     return Status::InvalidArgument("unknown policy '" + policy + "'");
   }
@@ -52,6 +63,7 @@ Result<PolicyRun> RunPolicy(const SimConfig& config, const std::string& policy,
   run.policy = policy;
   run.epochs = std::move(epochs).value();
   if (fanstore != nullptr) run.staging_seconds = fanstore->staging_seconds();
+  if (clairfs != nullptr) run.staging_seconds = clairfs->staging_seconds();
   run.peak_shared_fs_requests = shared_fs.counters().peak_in_progress;
   run.shared_fs_bytes = shared_fs.counters().bytes;
   return run;
