@@ -18,10 +18,10 @@ constexpr char kUsage[] =
     "usage: clairfs-sim [--config CLUSTER.yaml] [--csv FILE]\n"
     "  Simulates the config's training job (nodes x ranks, dataset, shared file\n"
     "  system, node SSDs and links; docs/simulation.md lists every key, and the\n"
-    "  defaults without --config) once per policy: shared-fs (PyTorch's loader\n"
-    "  on the shared file system), fanstore, clairfs. Prints one CSV row per policy and\n"
-    "  epoch: seconds, stall fraction, bytes by source, staging time, the shared\n"
-    "  file system's peak requests in progress.\n";
+    "  defaults without --config) once per policy: shared-fs (PyTorch's loader on\n"
+    "  the shared file system), fanstore, nopfs, clairfs. Prints one CSV row per\n"
+    "  policy and epoch: seconds, stall fraction, bytes by source, staging time,\n"
+    "  the shared file system's peak requests in progress.\n";
 
 void Row(std::ostream& out, const clairfs::sim::PolicyRun& run) {
   for (size_t e = 0; e < run.epochs.size(); ++e) {

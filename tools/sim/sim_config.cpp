@@ -95,7 +95,7 @@ Reader::Setter Flag(bool* out) {
 }  // namespace
 
 const std::vector<std::string>& KnownPolicies() {
-  static const std::vector<std::string> known{"shared-fs", "fanstore", "clairfs"};
+  static const std::vector<std::string> known{"shared-fs", "fanstore", "nopfs", "clairfs"};
   return known;
 }
 
@@ -141,7 +141,8 @@ Result<SimConfig> ParseSimConfig(const std::string& yaml) {
              {"ssd_iops", Seconds(&c.node.ssd.iops, 1)},
              {"link_bandwidth", Rate(&c.node.link.bandwidth)},
              {"link_latency_us", Seconds(&c.node.link.latency, 1e-6)},
-             {"ram", Size(&c.ram)}});
+             {"ram", Size(&c.ram)},
+             {"ssd_capacity", Size(&c.ssd_capacity)}});
   r.Section(root, "fanstore", {{"partitions", Count(&c.partitions, 0u)}});
   r.Section(root, "clairfs", {{"fetch_slots", Count(&c.fetch_slots, 1u)}});
   for (const auto& kv : root) {
@@ -157,7 +158,7 @@ Result<SimConfig> ParseSimConfig(const std::string& yaml) {
         const auto& known = KnownPolicies();
         if (std::find(known.begin(), known.end(), name) == known.end()) {
           r.Problem("policies: unknown policy '" + name +
-                    "' (known: shared-fs, fanstore, clairfs)");
+                    "' (known: shared-fs, fanstore, nopfs, clairfs)");
         } else {
           c.policies.push_back(name);
         }

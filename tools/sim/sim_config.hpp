@@ -29,10 +29,11 @@ struct SimConfig {
   DeviceSpec shared_fs{.bandwidth = 100e6, .iops = 500, .latency = 0.001};
   NodeSpec node{.ssd = {.bandwidth = 2e9, .iops = 100000},
                 .link = {.bandwidth = 10e9, .latency = 5e-6}};
-  uint32_t partitions = 0;     // FanStore's and clairfs's; 0: 4 per node
-  uint64_t ram = 16ull << 30;  // clairfs: each node's RAM budget
-  uint32_t fetch_slots = 8;    // clairfs: a node's fetches in flight at once
-  std::vector<std::string> policies{"shared-fs", "fanstore", "clairfs"};
+  uint32_t partitions = 0;               // FanStore's and clairfs's; 0: 4 per node
+  uint64_t ram = 16ull << 30;            // clairfs, NoPFS: each node's RAM for data
+  uint64_t ssd_capacity = 256ull << 30;  // NoPFS: each node's SSD tier
+  uint32_t fetch_slots = 8;              // clairfs: a node's fetches in flight at once
+  std::vector<std::string> policies{"shared-fs", "fanstore", "nopfs", "clairfs"};
 };
 
 // Every problem of the file at once (unknown keys, malformed values), one per

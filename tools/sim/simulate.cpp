@@ -8,6 +8,7 @@
 #include "prefetch/torch/distributed_sampler.hpp"
 #include "tools/sim/clairfs_source.hpp"
 #include "tools/sim/fanstore_source.hpp"
+#include "tools/sim/nopfs_source.hpp"
 #include "tools/sim/shared_fs_source.hpp"
 
 namespace clairfs::sim {
@@ -45,6 +46,11 @@ Result<PolicyRun> RunPolicy(const SimConfig& config, const std::string& policy,
                                               config.partitions, config.node);
     fanstore = f.get();
     source = std::move(f);
+  } else if (policy == "nopfs") {
+    NopfsSpec spec{.ram_bytes = config.ram, .ssd_bytes = config.ssd_capacity, .node = config.node};
+    auto n = NopfsSource::Create(&loop, &shared_fs, &file_bytes, *sampler, job, spec);
+    if (!n.ok()) return n.status();
+    source = std::move(n).value();
   } else if (policy == "clairfs") {
     ClairfsSpec spec{.partitions = config.partitions,
                      .ram_bytes = config.ram,

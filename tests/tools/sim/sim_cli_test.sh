@@ -14,11 +14,12 @@ check() {  # check NAME CONDITION...
 
 "$BIN/clairfs-sim" >"$T/default.csv" 2>"$T/default.err"
 check "default run exits 0" test $? -eq 0
-check "default run: a header and one row per policy" test "$(wc -l <"$T/default.csv")" -eq 4
+check "default run: a header and one row per policy" test "$(wc -l <"$T/default.csv")" -eq 5
 check "default run: shared-fs row" grep -q '^shared-fs,0,' "$T/default.csv"
 check "default run: fanstore row" grep -q '^fanstore,0,' "$T/default.csv"
+check "default run: nopfs row" grep -q '^nopfs,0,' "$T/default.csv"
 check "default run: clairfs row" grep -q '^clairfs,0,' "$T/default.csv"
-check "a progress line per policy" test "$(grep -c "^clairfs-sim: " "$T/default.err")" -eq 3
+check "a progress line per policy" test "$(grep -c "^clairfs-sim: " "$T/default.err")" -eq 4
 
 cat >"$T/c.yaml" <<'YAML'
 job: {nodes: 2, ranks_per_node: 2, epochs: 3, batch_size: 8}

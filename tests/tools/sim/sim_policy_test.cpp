@@ -4,6 +4,7 @@
 
 #include "tools/sim/fanstore_source.hpp"
 #include "tools/sim/job.hpp"
+#include "tools/sim/nopfs_source.hpp"
 
 using namespace clairfs;
 using namespace clairfs::sim;
@@ -74,4 +75,59 @@ TEST_CASE("FanStore: another node's file is its SSD, then its link", "[sim]") {
   CHECK((*r)[0].seconds == Approx(5.8));
   CHECK((*r)[0].sources.peer_bytes == 200);
   CHECK((*r)[0].sources.local_bytes == 0);
+}
+
+TEST_CASE("NoPFS: the most-read files to RAM, the next to the SSD, filled at first read", "[sim]") {
+  // 3 files of 100 B read in order every epoch: equally often, so the first
+  // read goes to RAM (100 B), the second to the SSD (100 B), the third
+  // nowhere. Epoch 0 reads all from the shared file system (1 s each, one
+  // worker, one batch ahead, no compute); epoch 1 takes file 0 from RAM, file
+  // 1 from the SSD (0.1 s) and file 2 from the shared file system (1 s).
+  EventLoop loop;
+  const std::vector<uint64_t> bytes(3, 100);
+  SharedDevice fs(&loop, DeviceSpec{.bandwidth = 100});
+  FixedOrder order(3, {{0, 1, 2}});
+  JobSpec job{
+      .batch_size = 1, .compute_seconds = 0, .epochs = 2, .workers = 1, .prefetch_factor = 1};
+  auto nopfs = NopfsSource::Create(
+      &loop, &fs, &bytes, order, job,
+      NopfsSpec{
+          .ram_bytes = 100, .ssd_bytes = 150, .node = {.ssd = {.bandwidth = 1000}, .link = {}}});
+  REQUIRE(nopfs.ok());
+  CHECK((*nopfs)->TierOf(0, 0) == NopfsSource::Tier::kRam);
+  CHECK((*nopfs)->TierOf(0, 1) == NopfsSource::Tier::kSsd);
+  CHECK((*nopfs)->TierOf(0, 2) == NopfsSource::Tier::kNone);
+  auto r = RunJob(&loop, job, order, nopfs->get());
+  REQUIRE(r.ok());
+  CHECK((*r)[0].seconds == Approx(3.0));
+  CHECK((*r)[0].sources.shared_fs_bytes == 300);
+  CHECK((*r)[1].seconds == Approx(1.1));
+  CHECK((*r)[1].sources.ram_bytes == 100);
+  CHECK((*r)[1].sources.local_bytes == 100);
+  CHECK((*r)[1].sources.shared_fs_bytes == 100);
+}
+
+TEST_CASE("NoPFS: a file another node holds comes from there, not the shared file system",
+          "[sim]") {
+  // Node 0 reads file 0 (50 B) while node 1 reads file 1 (100 B), sharing
+  // the shared file system (100 B/s): file 0 is in node 0's RAM at 1.0; node
+  // 0 then reads file 2 (100 B) beside the rest of file 1: file 1 done at 2.0,
+  // file 2 at 2.5. Node 1 reads file 0 at 2.0 from node 0's RAM over its link
+  // (50 B at 200 B/s: 2.25), not from the shared file system.
+  EventLoop loop;
+  const std::vector<uint64_t> bytes{50, 100, 100};
+  SharedDevice fs(&loop, DeviceSpec{.bandwidth = 100});
+  FixedOrder order(3, {{0, 2}, {1, 0}});
+  JobSpec job{
+      .nodes = 2, .batch_size = 1, .compute_seconds = 0, .workers = 1, .prefetch_factor = 1};
+  auto nopfs = NopfsSource::Create(
+      &loop, &fs, &bytes, order, job,
+      NopfsSpec{
+          .ram_bytes = 1000, .ssd_bytes = 0, .node = {.ssd = {}, .link = {.bandwidth = 200}}});
+  REQUIRE(nopfs.ok());
+  auto r = RunJob(&loop, job, order, nopfs->get());
+  REQUIRE(r.ok());
+  CHECK((*r)[0].seconds == Approx(2.5));
+  CHECK((*r)[0].sources.shared_fs_bytes == 250);
+  CHECK((*r)[0].sources.peer_bytes == 50);
 }
