@@ -27,7 +27,9 @@ Status Parse(CLI::App& app, std::vector<std::string> args, bool* help) {
   *help = false;
   // Listed in --help by CLI11; answered here, before CLI11 reads the line, so
   // that it wins over any problem in the rest of it.
-  app.add_flag("--version")->description("print the version and the build's options, then exit");
+  if (app.get_option_no_throw("--version") == nullptr) {  // an app parsed again
+    app.add_flag("--version")->description("print the version and the build's options, then exit");
+  }
   if (std::find(args.begin(), args.end(), "--version") != args.end()) {
     const std::string text = VersionText(app.get_name());
     std::fwrite(text.data(), 1, text.size(), stdout);
