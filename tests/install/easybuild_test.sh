@@ -7,7 +7,8 @@
 # puts the module's tools on PATH, and a training step of the demo's script
 # (scripts/train.py, one rank, one epoch of a tiny ImageFolder) reads its
 # data through the module's clairfs-run and clairfsd, not the build tree's.
-# The EasyBuild build compiles the product again: about 10 minutes here.
+# The EasyBuild build compiles the product again (not its tests): 13 minutes
+# on this 2-core machine while two other builds shared it.
 set -uo pipefail
 source "$CLAIRFS_SRC/tests/install/user_lib.sh" easybuild
 EB_VENV=$CLAIRFS_VENVS/easybuild
