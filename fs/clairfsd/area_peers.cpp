@@ -7,8 +7,10 @@
 namespace clairfs::fs {
 
 void ClusterAreaPeers::Publish(std::string notice) {
-  // Refused only when stopping or oversized (a path is at most 4 KiB): then
-  // lost like a notice to a dead peer, and its file is found in persist.
+  // Refused only when stopping, oversized (a path is at most 4 KiB), or for a
+  // peer whose link stalled with 65,536 notices queued
+  // (`cluster.network.notices_dropped`): then lost like a notice to a dead
+  // peer, and its file is found in persist once drained.
   (void)transport_->Publish(std::span<const char>(notice.data(), notice.size()));
 }
 

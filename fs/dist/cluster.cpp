@@ -215,6 +215,7 @@ void Cluster::WriteStats(clairfs::JsonWriter& w) const {
         .Integer("unknown_replies", n->unknown_replies)
         .Integer("notices_sent", n->notices_sent)
         .Integer("notices_received", n->notices_received)
+        .Integer("notices_dropped", n->notices_dropped)
         .EndObject();
   }
   if (source_) {

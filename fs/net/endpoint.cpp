@@ -51,16 +51,24 @@ void Endpoint::Read(int peer, const PackRead& read, std::chrono::steady_clock::t
   done(Status::IOError("transport stopped", ESHUTDOWN));
 }
 
-void Endpoint::Publish(std::span<const char> notice) {
+int Endpoint::Publish(std::span<const char> notice) {
+  auto shared = std::make_shared<const std::vector<char>>(notice.begin(), notice.end());
   MutexLock lock(&mu_);
-  if (stopped_ || size_ < 2) return;
+  if (stopped_ || size_ < 2) return 0;
+  int dropped = 0;
   for (int p = 0; p < size_; ++p) {
     if (p == rank_) continue;
-    out_notices_[p].emplace_back(notice.begin(), notice.end());
+    if (out_notices_[p].size() >= kMaxQueuedNotices) {
+      counters_.notices_dropped++;
+      dropped++;
+      continue;
+    }
+    out_notices_[p].push_back(shared);
     counters_.notices_sent++;
   }
   has_outgoing_ = true;
   out_cv_.NotifyOne();
+  return dropped;
 }
 
 std::vector<OutMessage> Endpoint::TakeOutgoing() {
@@ -95,10 +103,11 @@ bool Endpoint::TakeBatches(int peer, std::vector<OutMessage>* out) {
   auto& notices = out_notices_[peer];
   if (notices.empty()) return false;
   const size_t n = std::min<size_t>(notices.size(), wire::kMaxBatch);
-  std::vector<std::vector<char>> batch(std::make_move_iterator(notices.begin()),
-                                       std::make_move_iterator(notices.begin() + n));
-  notices.erase(notices.begin(), notices.begin() + n);
+  std::vector<std::span<const char>> batch;
+  batch.reserve(n);
+  for (size_t i = 0; i < n; ++i) batch.emplace_back(notices[i]->data(), notices[i]->size());
   out->push_back({peer, MessageKind::kNotices, wire::EncodeNotices(batch)});
+  notices.erase(notices.begin(), notices.begin() + n);
   return !notices.empty();
 }
 

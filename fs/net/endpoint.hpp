@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -46,8 +47,9 @@ struct EndpointCounters {
   std::atomic<uint64_t> served_at_once{0};  // of reads_served: without a server thread
   std::atomic<uint64_t> unknown_replies{0};
   // notices_sent: notices queued to peers (one per peer a notice goes to);
-  // notices_received: peers' notices decoded, handed to the handler if set.
-  std::atomic<uint64_t> notices_sent{0}, notices_received{0};
+  // notices_received: peers' notices decoded, handed to the handler if set;
+  // notices_dropped: not queued for a peer whose queue was full.
+  std::atomic<uint64_t> notices_sent{0}, notices_received{0}, notices_dropped{0};
 };
 
 class Endpoint {
@@ -66,9 +68,12 @@ class Endpoint {
   // Client side.
   void Read(int peer, const PackRead& read, std::chrono::steady_clock::time_point deadline,
             Transport::ReplyFn done);
-  // Queues a copy of `notice` (CheckNoticeSize's to accept) for every peer;
-  // dropped once stopped.
-  void Publish(std::span<const char> notice);
+  // Queues `notice` (CheckNoticeSize's to accept) for every peer, one copy
+  // shared by all of them; dropped once stopped, and for a peer that has
+  // kMaxQueuedNotices notices still to send (its link stalled): returns the
+  // number of peers it was dropped for.
+  static constexpr size_t kMaxQueuedNotices = 1u << 16;
+  int Publish(std::span<const char> notice);
 
   // Progress side: messages ready to send (request and reply batches of at
   // most kMaxBatch entries; at most one notice batch per peer, the rest of a
@@ -121,7 +126,8 @@ class Endpoint {
   // Per peer.
   std::vector<std::vector<wire::Request>> out_requests_ CLAIRFS_GUARDED_BY(mu_);
   std::vector<std::vector<wire::Reply>> out_replies_ CLAIRFS_GUARDED_BY(mu_);
-  std::vector<std::deque<std::vector<char>>> out_notices_ CLAIRFS_GUARDED_BY(mu_);
+  std::vector<std::deque<std::shared_ptr<const std::vector<char>>>> out_notices_
+      CLAIRFS_GUARDED_BY(mu_);
   bool has_outgoing_ CLAIRFS_GUARDED_BY(mu_) = false;
   std::deque<Job> jobs_ CLAIRFS_GUARDED_BY(mu_);
   // Started by the constructor, joined by Stop() (the owner's thread).

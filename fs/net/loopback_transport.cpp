@@ -159,8 +159,7 @@ void LoopbackTransport::Read(int peer, const PackRead& read,
 Status LoopbackTransport::Publish(std::span<const char> notice) {
   CLAIRFS_RETURN_IF_ERROR(CheckNoticeSize(notice));
   if (!endpoint_ || stop_) return Status::IOError("transport not running", ECANCELED);
-  endpoint_->Publish(notice);
-  return Status::Ok();
+  return NoticeDrops(endpoint_->Publish(notice));
 }
 
 Status LoopbackTransport::Barrier(std::chrono::steady_clock::time_point deadline) {

@@ -58,6 +58,24 @@ bool LaunchedByMpi() {
   return false;
 }
 
+std::string MpiBuiltWith() {
+#if defined(MPICH_VERSION)
+  return std::string("MPICH ") + MPICH_VERSION;
+#elif defined(OMPI_MAJOR_VERSION)
+  return "Open MPI " + std::to_string(OMPI_MAJOR_VERSION) + "." +
+         std::to_string(OMPI_MINOR_VERSION) + "." + std::to_string(OMPI_RELEASE_VERSION);
+#else
+  return "MPI " + std::to_string(MPI_VERSION) + "." + std::to_string(MPI_SUBVERSION);
+#endif
+}
+
+std::string MpiRunsWith() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return "";
+  return std::string(text, static_cast<size_t>(length));
+}
+
 Result<std::unique_ptr<MpiTransport>> MpiTransport::Init(int* argc, char*** argv,
                                                          std::chrono::milliseconds limit) {
   int provided = 0;
@@ -164,8 +182,8 @@ void MpiTransport::Read(int peer, const PackRead& read,
 Status MpiTransport::Publish(std::span<const char> notice) {
   CLAIRFS_RETURN_IF_ERROR(CheckNoticeSize(notice));
   if (!endpoint_ || stop_) return Status::IOError("transport not running", ECANCELED);
-  endpoint_->Publish(notice);  // wakes the progress thread, as a queued read does
-  return Status::Ok();
+  // Wakes the progress thread, as a queued read does.
+  return NoticeDrops(endpoint_->Publish(notice));
 }
 
 Status MpiTransport::Barrier(std::chrono::steady_clock::time_point deadline) {

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "fs/net/endpoint.hpp"
@@ -24,6 +25,13 @@ namespace clairfs::fs {
 // True when this process was started by an MPI launcher (mpiexec, srun with
 // PMI): a lone daemon without one runs as a one-node job and never touches MPI.
 bool LaunchedByMpi();
+
+// The MPI library this binary was compiled against ("MPICH 4.0.2", from
+// mpi.h), and the one the dynamic loader gave it at run time (the text of
+// MPI_Get_library_version, which MPI allows before MPI_Init). Neither
+// initialises MPI; for clairfs-doctor.
+std::string MpiBuiltWith();
+std::string MpiRunsWith();
 
 class MpiTransport final : public Transport {
  public:

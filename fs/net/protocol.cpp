@@ -88,6 +88,10 @@ Result<std::vector<ReplyView>> DecodeReplies(const char* data, size_t size) {
 }
 
 std::vector<char> EncodeNotices(const std::vector<std::vector<char>>& notices) {
+  return EncodeNotices(std::vector<std::span<const char>>(notices.begin(), notices.end()));
+}
+
+std::vector<char> EncodeNotices(const std::vector<std::span<const char>>& notices) {
   size_t total = sizeof(BatchHeader);
   for (const auto& n : notices) total += sizeof(uint32_t) + n.size();
   std::vector<char> out;

@@ -75,6 +75,8 @@ Result<std::vector<ReplyView>> DecodeReplies(const char* data, size_t size);
 
 // At most kMaxBatch notices, each of 1 to kMaxNoticeBytes bytes (the caller's
 // to ensure). Decoded notices point into the message they came from.
+std::vector<char> EncodeNotices(const std::vector<std::span<const char>>& notices);
+// The same, of notices it is given whole (tests, fuzzing).
 std::vector<char> EncodeNotices(const std::vector<std::vector<char>>& notices);
 Result<std::vector<std::span<const char>>> DecodeNotices(const char* data, size_t size);
 

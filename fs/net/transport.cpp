@@ -15,6 +15,13 @@ Status CheckNoticeSize(std::span<const char> notice) {
   return Status::Ok();
 }
 
+Status NoticeDrops(int peers) {
+  if (peers == 0) return Status::Ok();
+  return Status::IOError(
+      "a notice dropped for " + std::to_string(peers) + " peer(s) whose notice queue is full",
+      EAGAIN);
+}
+
 Status ReadSync(Transport& transport, int peer, const PackRead& read,
                 std::chrono::steady_clock::time_point deadline,
                 const std::function<Status(std::span<const char>)>& take) {

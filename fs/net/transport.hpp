@@ -94,8 +94,10 @@ class Transport {
   // dropped). Not thread-safe, like Start.
   virtual void OnNotice(NoticeFn fn) = 0;
   // After Start: `notice` to every other rank. EINVAL if larger than
-  // kMaxNoticeBytes or empty; ECANCELED once stopped (or before Start).
-  // Never blocks on the network: the bytes are copied and queued.
+  // kMaxNoticeBytes or empty; ECANCELED once stopped (or before Start);
+  // EAGAIN if dropped for a peer that has too many notices still to send
+  // (its link stalled; sent to the others all the same). Never blocks on the
+  // network: the bytes are copied and queued.
   virtual Status Publish(std::span<const char> notice) = 0;
   // Asynchronous read from `peer` (never this rank).
   virtual void Read(int peer, const PackRead& read, std::chrono::steady_clock::time_point deadline,
@@ -113,6 +115,8 @@ class Transport {
 // Publish's size check, shared by the implementations: EINVAL unless the
 // notice holds 1 to kMaxNoticeBytes bytes.
 Status CheckNoticeSize(std::span<const char> notice);
+// Publish's result once queued: EAGAIN when dropped for `peers` > 0 peers.
+Status NoticeDrops(int peers);
 
 // Blocks until the read completes or its deadline passes.
 Result<std::vector<char>> ReadSync(Transport& transport, int peer, const PackRead& read,

@@ -131,14 +131,35 @@ Status CopyFileBytes(int in, int out, uint64_t size) {
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) return Status::FromErrno(errno, "read");
     if (r == 0) break;
-    for (ssize_t w = 0; w < r;) {
-      const ssize_t n = ::pwrite(out, buf.data() + w, static_cast<size_t>(r - w),
-                                 static_cast<off_t>(done + static_cast<uint64_t>(w)));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return Status::FromErrno(errno, "write");
-      w += n;
-    }
+    CLAIRFS_RETURN_IF_ERROR(
+        WriteAt(out, done, std::string_view(buf.data(), static_cast<size_t>(r)), "write"));
     done += static_cast<uint64_t>(r);
+  }
+  return Status::Ok();
+}
+
+Result<std::string> ReadAt(int fd, uint64_t offset, size_t size) {
+  std::string out(size, '\0');
+  size_t got = 0;
+  while (got < size) {
+    const ssize_t n = ::pread(fd, out.data() + got, size - got, static_cast<off_t>(offset + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno(errno, "read");
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  out.resize(got);
+  return out;
+}
+
+Status WriteAt(int fd, uint64_t offset, std::string_view bytes, const std::string& what) {
+  for (size_t done = 0; done < bytes.size();) {
+    const ssize_t n =
+        ::pwrite(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno(errno, what);
+    if (n == 0) return Status::FromErrno(ENOSPC, what);
+    done += static_cast<size_t>(n);
   }
   return Status::Ok();
 }

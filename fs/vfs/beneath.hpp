@@ -56,6 +56,11 @@ Status RemoveTreeAt(int dir, const std::string& name);
 // Copies `size` bytes of `in` to `out`, both from offset 0 (copy_file_range
 // where the file systems allow it). Stops early, ok, if `in` is shorter.
 Status CopyFileBytes(int in, int out, uint64_t size);
+// Up to `size` bytes of `fd` from `offset`: fewer only at its end.
+Result<std::string> ReadAt(int fd, uint64_t offset, size_t size);
+// All of `bytes` to `fd` at `offset` (a write that makes no progress: ENOSPC);
+// errors name `what`.
+Status WriteAt(int fd, uint64_t offset, std::string_view bytes, const std::string& what);
 // {mtime, mtime} for futimens (atime is shown as the mtime anyway).
 std::array<timespec, 2> MtimeTimes(int64_t mtime_ns);
 // Joins two relative paths ("" is the base).

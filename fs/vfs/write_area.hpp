@@ -218,6 +218,11 @@ class WriteArea {
   // Makes a persist-only file (or every file under a directory) local.
   Status CopyUp(Node* n) CLAIRFS_REQUIRES(mu_);
   Status CopyUpFromPersist(Node* n) CLAIRFS_REQUIRES(mu_);
+  // A copy-up's end: `tmp` in trash (written through `out`, `copied` says
+  // how that went) gets the node's mode and `times` and takes its name in
+  // `dir` of local, and the node is this node's own; removed on any failure.
+  Status InstallCopy(Node* n, int dir, const std::string& tmp, int out, Status copied,
+                     const std::array<timespec, 2>& times, uint64_t bytes) CLAIRFS_REQUIRES(mu_);
   // For a new entry `name` in directory `parent`: checks the name (EEXIST if
   // taken), sets `dir`, returns the local directory to make it in.
   Result<Fd> NewEntryDir(uint64_t parent, std::string_view name, Node** dir) CLAIRFS_REQUIRES(mu_);
@@ -236,6 +241,8 @@ class WriteArea {
 
   // The drain (write_area_drain.cpp).
   void DrainLoop();
+  // How often the drain and notice threads look for settled files.
+  std::chrono::milliseconds SettleTick() const;
   Status Replay(const Step& step);
   Status ReplayPut(const Step& step);
   Status ReplayMeta(const Step& step);
@@ -323,7 +330,8 @@ class WriteArea {
   // closed first (their readers fall back to persist).
   static constexpr size_t kMaxServed = 4096;
   Mutex serve_mu_;  // after mu_
-  // QueueNotice's notices, until the notice thread applies them.
+  // The notice thread: applies QueueNotice's notices, and every SettleTick
+  // queues (so publishes) the files that have settled.
   void NoticeLoop();
   Mutex inbox_mu_;  // never held with mu_
   CondVar inbox_cv_;

@@ -14,21 +14,36 @@
 namespace clairfs::fs {
 
 Result<std::string> WriteArea::Read(uint64_t ino, uint64_t offset, size_t size) {
-  Fd fd;
-  int home = -1;
+  int home = -1;  // a peer's file: its node and number there, and its path
   uint64_t home_ino = 0;
   std::string path;
+  Fd fd;
   {
     MutexLock lock(&mu_);
     Node* n = Find(ino);
     if (n == nullptr) return Status::NotFound("inode " + std::to_string(ino));
     if (n->dir()) return Status::IOError("is a directory", EISDIR);
-    home = n->home;
-    home_ino = n->home_ino;
-    path = PathOf(n);
+    if (n->home >= 0) {
+      home = n->home;
+      home_ino = n->home_ino;
+      path = PathOf(n);
+    } else {
+      if (!n->local && n->unlinked)
+        return Status::IOError("a removed file of an earlier run", ESTALE);
+      auto [base, rel] = n->local ? LocalOf(n) : std::pair{persist_.get(), PersistOf(n)};
+      auto f = OpenBeneath(base, rel, O_RDONLY);
+      if (!f.ok() && !n->local && !n->persist_path.empty() && f.status().err() == ENOENT) {
+        // Renamed by a peer, whose drain has renamed it in persist since.
+        f = OpenBeneath(persist_.get(), PathOf(n), O_RDONLY);
+        if (f.ok()) n->persist_path.clear();
+      }
+      if (!f.ok()) return f.status();
+      fd = std::move(f).value();
+    }
   }
   if (home >= 0) {
-    // A peer's file: from its node, else from persist once drained there.
+    // From its node (without the area's lock: the reply may take a while),
+    // else from persist once drained there.
     auto got = peers_->Read(home, home_ino, offset, size);
     if (got.ok()) {
       peer_reads_++;
@@ -39,34 +54,8 @@ Result<std::string> WriteArea::Read(uint64_t ino, uint64_t offset, size_t size) 
     auto f = OpenBeneath(persist_.get(), path, O_RDONLY);
     if (!f.ok()) return got.status();
     fd = std::move(f).value();
-  } else {
-    MutexLock lock(&mu_);
-    Node* n = Find(ino);
-    if (n == nullptr) return Status::NotFound("inode " + std::to_string(ino));
-    if (!n->local && n->unlinked)
-      return Status::IOError("a removed file of an earlier run", ESTALE);
-    auto [base, rel] = n->local ? LocalOf(n) : std::pair{persist_.get(), PersistOf(n)};
-    auto f = OpenBeneath(base, rel, O_RDONLY);
-    if (!f.ok() && !n->local && !n->persist_path.empty() && f.status().err() == ENOENT) {
-      // Renamed by a peer, whose drain has renamed it in persist since.
-      f = OpenBeneath(persist_.get(), PathOf(n), O_RDONLY);
-      if (f.ok()) n->persist_path.clear();
-    }
-    if (!f.ok()) return f.status();
-    fd = std::move(f).value();
   }
-  std::string out(size, '\0');
-  size_t got = 0;
-  while (got < size) {
-    const ssize_t n =
-        ::pread(fd.get(), out.data() + got, size - got, static_cast<off_t>(offset + got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::FromErrno(errno, "read");
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-  }
-  out.resize(got);
-  return out;
+  return ReadAt(fd.get(), offset, size);
 }
 
 Result<size_t> WriteArea::Write(uint64_t ino, uint64_t offset, const char* data, size_t size) {

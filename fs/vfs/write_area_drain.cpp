@@ -108,8 +108,12 @@ Status WriteArea::Finish(std::chrono::milliseconds stalled) {
   return left;
 }
 
+std::chrono::milliseconds WriteArea::SettleTick() const {
+  return std::max(std::chrono::milliseconds(10), options_.settle / 2);
+}
+
 void WriteArea::DrainLoop() {
-  const auto tick = std::max(std::chrono::milliseconds(10), options_.settle / 2);
+  const auto tick = SettleTick();
   MutexLock lock(&mu_);
   while (!abandon_) {
     QueueSettled(/*all=*/stopping_);

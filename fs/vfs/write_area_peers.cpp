@@ -159,19 +159,12 @@ Result<std::string> WriteArea::ServePeer(uint64_t ino, uint64_t offset, size_t s
     if (it == served_.end()) return Status::IOError("writes: not a file of this node", ESTALE);
     fd = it->second;
   }
-  std::string out(size, '\0');
-  size_t got = 0;
-  while (got < size) {
-    const ssize_t n =
-        ::pread(fd->get(), out.data() + got, size - got, static_cast<off_t>(offset + got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::FromErrno(errno, "writes: read for a peer");
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-  }
-  out.resize(got);
+  auto out = ReadAt(fd->get(), offset, size);
+  if (!out.ok())
+    return Status::IOError("writes: read for a peer: " + out.status().message(),
+                           out.status().err());
   served_reads_++;
-  served_bytes_ += got;
+  served_bytes_ += out->size();
   return out;
 }
 
@@ -182,15 +175,23 @@ void WriteArea::QueueNotice(int peer, std::string_view notice) {
 }
 
 void WriteArea::NoticeLoop() {
+  // Also the settle timer: the drain thread looks for settled files only
+  // between two copies, so a file that settles while it copies another
+  // (seconds for a large one) would be published that much later.
+  const auto tick = SettleTick();
   for (;;) {
     std::deque<std::pair<int, std::string>> batch;
     {
       MutexLock lock(&inbox_mu_);
-      while (inbox_.empty() && !inbox_stop_) inbox_cv_.Wait(&lock);
-      if (inbox_.empty()) return;
+      if (inbox_.empty() && !inbox_stop_) {
+        inbox_cv_.WaitUntil(&lock, std::chrono::steady_clock::now() + tick);
+      }
+      if (inbox_stop_ && inbox_.empty()) return;
       batch.swap(inbox_);
     }
     for (const auto& [peer, notice] : batch) ApplyNotice(peer, notice);
+    MutexLock lock(&mu_);
+    if (!stopping_) QueueSettled(/*all=*/false);  // once stopping, the drain queues them all
   }
 }
 
@@ -379,31 +380,12 @@ Status WriteArea::CopyUpFromHome(Node* n) {
       st = got.status();
       break;
     }
-    if (!got->empty() && ::pwrite(out->get(), got->data(), got->size(), static_cast<off_t>(at)) !=
-                             static_cast<ssize_t>(got->size())) {
-      st = Status::FromErrno(errno == 0 ? ENOSPC : errno, "copy " + PathOf(n));
-      break;
-    }
+    st = WriteAt(out->get(), at, *got, "copy " + PathOf(n));
+    if (!st.ok()) break;
     at += got->size();
     if (got->size() < kChunk) break;
   }
-  const timespec times[2] = {{n->mtime_ns / 1000000000, n->mtime_ns % 1000000000},
-                             {n->mtime_ns / 1000000000, n->mtime_ns % 1000000000}};
-  if (st.ok() &&
-      (::fchmod(out->get(), (n->mode & 07777) | 0600) != 0 || ::futimens(out->get(), times) != 0)) {
-    st = Status::FromErrno(errno, "copy " + PathOf(n));
-  }
-  if (st.ok() && ::renameat(trash_.get(), tmp.c_str(), dir->get(), n->name.c_str()) != 0) {
-    st = Status::FromErrno(errno, "copy " + PathOf(n));
-  }
-  if (!st.ok()) {
-    ::unlinkat(trash_.get(), tmp.c_str(), 0);
-    return st;
-  }
-  n->local = true;
-  n->home = -1;
-  copied_up_bytes_ += at;
-  return Status::Ok();
+  return InstallCopy(n, dir->get(), tmp, out->get(), st, MtimeTimes(n->mtime_ns), at);
 }
 
 }  // namespace clairfs::fs

@@ -77,13 +77,17 @@ Status WriteArea::CopyUpFromPersist(Node* n) {
   struct stat st;
   if (::fstat(in->get(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
   Status copied = CopyFileBytes(in->get(), out->get(), static_cast<uint64_t>(st.st_size));
-  const timespec times[2] = {st.st_mtim, st.st_mtim};  // equal to persist's: not drained again
+  // The mtime equal to persist's: not drained again.
+  return InstallCopy(n, dir->get(), tmp, out->get(), copied, {st.st_mtim, st.st_mtim},
+                     static_cast<uint64_t>(st.st_size));
+}
+
+Status WriteArea::InstallCopy(Node* n, int dir, const std::string& tmp, int out, Status copied,
+                              const std::array<timespec, 2>& times, uint64_t bytes) {
   if (copied.ok() &&
-      (::fchmod(out->get(), (n->mode & 07777) | 0600) != 0 || ::futimens(out->get(), times) != 0)) {
-    copied = Status::FromErrno(errno, "copy " + path);
-  }
-  if (copied.ok() && ::renameat(trash_.get(), tmp.c_str(), dir->get(), n->name.c_str()) != 0) {
-    copied = Status::FromErrno(errno, "copy " + path);
+      (::fchmod(out, (n->mode & 07777) | 0600) != 0 || ::futimens(out, times.data()) != 0 ||
+       ::renameat(trash_.get(), tmp.c_str(), dir, n->name.c_str()) != 0)) {
+    copied = Status::FromErrno(errno, "copy " + PathOf(n));
   }
   if (!copied.ok()) {
     ::unlinkat(trash_.get(), tmp.c_str(), 0);
@@ -91,7 +95,7 @@ Status WriteArea::CopyUpFromPersist(Node* n) {
   }
   n->local = true;
   n->home = -1;
-  copied_up_bytes_ += static_cast<uint64_t>(st.st_size);
+  copied_up_bytes_ += bytes;
   return Status::Ok();
 }
 

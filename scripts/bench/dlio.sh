@@ -11,12 +11,20 @@
 # for two datasets: many small files and a few large ones (unet3d-like). Prints
 # per run each epoch's time, DLIO's AU (accelerator utilization) and, for clairfs,
 # what the daemons read from the stand-in and how long opens and reads waited.
+# --checkpoint MIB turns on DLIO's checkpointing too: after every epoch every rank
+# saves a model of MIB MiB (torch.save, file opened "wb"), local: to the local
+# disk, direct: to the stand-in, clairfs: to the mounts' writable area (writes_dir
+# out, writes_local on the local disk, writes_persist on the stand-in); the table
+# gets DLIO's checkpoint times (rank 0's saves) and, for clairfs, how long the
+# daemons took to stop (their drain to the stand-in included). --sync mounts the
+# stand-in `sync` (every write waits for the throttled device, as in
+# scripts/bench/checkpoint.sh --sync).
 #
 # usage: scripts/bench/dlio.sh [--quick] [--sets small,large] [--repeats R] [--epochs E]
 #          [--small-files N] [--small-kib K] [--large-files N] [--large-mib M]
 #          [--batch B] [--large-batch B] [--compute S] [--large-compute S] [--threads T]
 #          [--mbps M] [--iops I] [--placement balanced|hash|contiguous]
-#          [--ways local,direct,clairfs] [--variant NAME=OPTIONS]...
+#          [--ways local,direct,clairfs] [--variant NAME=OPTIONS]... [--checkpoint MIB] [--sync]
 #        scripts/bench/dlio.sh --setup      (only build the DLIO venv)
 # --variant adds a clairfs way NAME (rows "clairfs-NAME") whose daemons get OPTIONS
 # too (e.g. --variant noyield="--stage-yield-ms 0"), run in the same repeats right
@@ -31,7 +39,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$repo/${BUILD_DIR:-build}/bin
 VENV=${DLIO_VENV:-$repo/.venvs/dlio}
 sets=small,large repeats=3 epochs=3 threads=2 mbps=100 iops=500 placement=balanced setup_only=""
-ways=local,direct,clairfs variants=()
+ways=local,direct,clairfs variants=() ckpt_mib=0 sync=0
 declare -A files=([small]=8192 [large]=64) bytes=([small]=$((256 << 10)) [large]=$((32 << 20)))
 declare -A batch=([small]=4 [large]=2)  # large: 2 so that an epoch has 16 steps, not 8
 # Seconds of "training" per step. Large: loading 2 x 32 MiB takes ~0.15 s a step here
@@ -51,6 +59,8 @@ while (($#)); do
     --placement) placement=$2; shift 2 ;;
     --ways) ways=$2; shift 2 ;;
     --variant) [[ $2 == ?*=* ]] || usage; variants+=("$2"); shift 2 ;;
+    --checkpoint) [[ $2 =~ ^[1-9][0-9]*$ ]] || usage; ckpt_mib=$2; shift 2 ;;
+    --sync) sync=1; shift ;;
     *) usage ;;
   esac
 done
@@ -117,7 +127,12 @@ for s in "${setlist[@]}"; do
   total=$((total + files[$s] * bytes[$s]))
 done
 source "$repo/scripts/bench/throttle.sh"
-bench_workspace dlio $((total * 23 / 10 / (1 << 30) + 2)) "$mbps" "$iops"  # exits 77 when not root / no blkio
+# Checkpoints: 2 ranks x epochs x MIB in each of direct and clairfs's persist.
+bench_workspace dlio $(((total * 23 / 10 + 4 * epochs * (ckpt_mib << 20)) / (1 << 30) + 2)) "$mbps" "$iops"  # exits 77 when not root / no blkio
+if ((ckpt_mib)); then
+  pfs_throttle_writes
+  if ((sync)); then mount -o remount,sync "$PFS_MNT"; PFS_DESC+=", mounted sync"; fi
+fi
 # DLIO_KEEP=DIR: keep every run's outputs and logs (the workspace goes on exit).
 trap '[[ -z ${DLIO_KEEP:-} ]] || cp -r "$W/out" "$DLIO_KEEP" 2>/dev/null; bench_cleanup' EXIT
 build_venv
@@ -130,7 +145,7 @@ write_workload() {  # write_workload SET
   cat >"$W/conf/workload/clairfs_$1.yaml" <<YAML
 model: clairfs_$1
 framework: pytorch
-workflow: {generate_data: False, train: True, checkpoint: False, evaluation: False}
+workflow: {generate_data: False, train: True, checkpoint: $( ((ckpt_mib)) && echo True || echo False), evaluation: False}
 dataset:
   data_folder: \${oc.env:DLIO_DATA}
   format: npz
@@ -148,7 +163,13 @@ reader:
   file_shuffle: off
   sample_shuffle: seed
 train: {epochs: $epochs, computation_time: ${compute[$1]}, seed: 123}
-checkpoint: {checkpoint_folder: $W/out/checkpoints}
+checkpoint:
+  checkpoint_folder: \${oc.env:DLIO_CKPT}
+  type: all_ranks
+  checkpoint_after_epoch: 1
+  epochs_between_checkpoints: 1
+  model_size: $((ckpt_mib << 20))
+  layer_parameters: []
 YAML
 }
 # Bytes and IOs read from the stand-in so far: the throttle's own counters.
@@ -157,16 +178,18 @@ pfs_read() {
   awk -v d="$dev" '$1 == d && $2 == "Read" {printf "%s ", $3}' \
     "$PFS_CGROUP/blkio.throttle.io_service_bytes" "$PFS_CGROUP/blkio.throttle.io_serviced"
 }
-# dlio_run NAME SET DATA0 DATA1 [OVERRIDES]: DLIO with 2 ranks, rank r reading DATAr.
+# dlio_run NAME SET DATA0 DATA1 [OVERRIDES]: DLIO with 2 ranks, rank r reading DATAr
+# and saving its checkpoints (if any) in CKPTr (default: the run's output folder).
 dlio_run() {
   local name=$1 set=$2 d0=$3 d1=$4 out=$W/out/$1; shift 4
+  local c0=${CKPT0:-$out/checkpoints} c1=${CKPT1:-$out/checkpoints}
   mkdir -p "$out"; date +%s.%N >"$out/launched"
   [[ -f $out/pfs_before ]] || pfs_read >"$out/pfs_before"
   local cmd=("$VENV/bin/dlio_benchmark" --config-dir "$W/conf" "workload=clairfs_$set"
     "hydra.run.dir=$out" "++workload.output.folder=$out" "$@")
   # DFTRACER_ENABLE=0: DLIO's own tracer (on by default) would hook every call.
-  (cd "$out" && DFTRACER_ENABLE=0 CUDA_VISIBLE_DEVICES="" "$MPIEXEC" -n 1 -env DLIO_DATA "$d0" "${cmd[@]}" \
-    : -n 1 -env DLIO_DATA "$d1" "${cmd[@]}") >"$out/dlio.out" 2>&1 ||
+  (cd "$out" && DFTRACER_ENABLE=0 CUDA_VISIBLE_DEVICES="" "$MPIEXEC" -n 1 -env DLIO_DATA "$d0" -env DLIO_CKPT "$c0" \
+    "${cmd[@]}" : -n 1 -env DLIO_DATA "$d1" -env DLIO_CKPT "$c1" "${cmd[@]}") >"$out/dlio.out" 2>&1 ||
     { grep -v ' step .* processed ' "$out/dlio.out" | tail -n 30 >&2; fail "DLIO run $name failed ($out)"; }
   pfs_read >"$out/pfs_after"
 }
@@ -226,22 +249,35 @@ run_clairfs() {  # run_clairfs NAME SET [OPTION...]: OPTIONs go to clairfsd
   rm -rf "$W/ssd0" "$W/ssd1"; mkdir -p "$out"  # every run stages from the stand-in again
   drop_caches
   date +%s.%N >"$out/daemons_started"; pfs_read >"$out/pfs_before"
+  local writes=()
+  ((ckpt_mib)) && writes=(--writes-dir out --writes-local "$W/wl-$name-{rank}" --writes-persist "$PFS_MNT/persist-$name")
   # shellcheck disable=SC2086  # CLAIRFSD_ARGS: more options, split at spaces
   "$MPIEXEC" -n 2 "$BIN/clairfsd" --config "$W/clairfs-$set.yaml" --dataset "$PFS_MNT/$set.clairfs" \
-    --mount "$W/mnt{rank}" --local-dir "$W/ssd{rank}" ${CLAIRFSD_ARGS:-} "${@:3}" >"$out/daemons.log" 2>&1 &
+    --mount "$W/mnt{rank}" --local-dir "$W/ssd{rank}" "${writes[@]}" ${CLAIRFSD_ARGS:-} "${@:3}" >"$out/daemons.log" 2>&1 &
   launcher=$!
   "$BIN/clairfs-wait" "$W/mnt0" "$W/mnt1" --quiet --timeout 120 || { tail -n 20 "$out/daemons.log" >&2; exit 1; }
-  dlio_run "$name" "$set" "$W/mnt0" "$W/mnt1"
+  CKPT0=$W/mnt0/out/$name CKPT1=$W/mnt1/out/$name dlio_run "$name" "$set" "$W/mnt0" "$W/mnt1"
   cp "$W/mnt0/.clairfs/stats.json" "$out/stats0.json"
   cp "$W/mnt1/.clairfs/stats.json" "$out/stats1.json"
-  stop_ranks
+  local t0; t0=$(date +%s.%N)
+  stop_ranks  # each daemon drains its writable area first
+  awk -v t0="$t0" -v t1="$(date +%s.%N)" 'BEGIN {printf "%.2f\n", t1 - t0}' >"$out/stop_seconds"
   pfs_read >"$out/pfs_after"
+  rm -rf "$PFS_MNT/persist-$name" "$W"/wl-"$name"-*
 }
 for s in "${setlist[@]}"; do
   for ((r = 1; r <= repeats; r++)); do
     say "$s: repeat $r of $repeats: ${ways//,/, }${variants:+ and ${#variants[@]} variant(s)}"
-    if [[ ,$ways, == *,local,* ]]; then drop_caches; dlio_run "$s.local.$r" "$s" "$W/local/$s" "$W/local/$s"; fi
-    if [[ ,$ways, == *,direct,* ]]; then drop_caches; dlio_run "$s.direct.$r" "$s" "$PFS_MNT/$s" "$PFS_MNT/$s"; fi
+    if [[ ,$ways, == *,local,* ]]; then
+      drop_caches
+      CKPT0=$W/ckpt-$s.$r CKPT1=$W/ckpt-$s.$r dlio_run "$s.local.$r" "$s" "$W/local/$s" "$W/local/$s"
+      rm -rf "$W/ckpt-$s.$r"
+    fi
+    if [[ ,$ways, == *,direct,* ]]; then
+      drop_caches
+      CKPT0=$PFS_MNT/ckpt-$s.$r CKPT1=$PFS_MNT/ckpt-$s.$r dlio_run "$s.direct.$r" "$s" "$PFS_MNT/$s" "$PFS_MNT/$s"
+      rm -rf "$PFS_MNT/ckpt-$s.$r"
+    fi
     [[ ,$ways, == *,clairfs,* ]] && run_clairfs "$s.clairfs.$r" "$s"
     for v in "${variants[@]}"; do
       # shellcheck disable=SC2086  # the variant's options, split at spaces
@@ -258,10 +294,12 @@ echo "DLIO 2.0.0, 2 ranks (mpiexec), PyTorch loader, read_threads $threads, $epo
 names=()
 for c in ${ways//,/ }; do names+=("$c"); done
 for v in "${variants[@]}"; do names+=("clairfs-${v%%=*}"); done
-WAYS="${names[*]}" /usr/bin/python3 - "$W" "$repeats" "$mbps" "${setlist[@]}" <<'PY'
+((ckpt_mib)) && echo "Checkpoints: every rank saves $ckpt_mib MiB after every epoch (DLIO's PyTorch checkpointing, torch.save)."
+WAYS="${names[*]}" CKPT=$ckpt_mib /usr/bin/python3 - "$W" "$repeats" "$mbps" "${setlist[@]}" <<'PY'
 import datetime, json, os, sys
 w, repeats, mbps, sets = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4:]
 ways = os.environ["WAYS"].split()
+ckpt = int(os.environ["CKPT"]) > 0
 load = lambda p: json.load(open(p))
 for s in sets:
     size = int(open("%s/bytes-%s" % (w, s)).read())
@@ -272,9 +310,10 @@ for s in sets:
           size / 2**20, val("batch_size"), val("computation_time"), mbps, size / (mbps * 1e6)))
     print("| run | start to epoch 1 (s) | epoch times (s) | AU per epoch (%) | read from the stand-in "
           "(MiB, IOs) | by the daemons: staged + other of the packs (MiB), staging time (paused for reads) | "
-          "prefetch.stall_ns, node 0 + 1 (s) |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    first, upto = {}, {}
+          "prefetch.stall_ns, node 0 + 1 (s) |" + (" checkpoint saves, rank 0 (s) | daemons' stop, "
+          "drain included (s) |" if ckpt else ""))
+    print("| --- " * (9 if ckpt else 7) + "|")
+    first, upto, saves = {}, {}, {}
     for r in range(1, repeats + 1):
         for c in ways:
             o = "%s/out/%s.%s.%d" % (w, s, c, r)
@@ -298,11 +337,21 @@ for s in sets:
                     cs[0]["dataset_bytes"] / 2**20, max(x["seconds"] for x in sg),
                     sum(x.get("yield_seconds", 0) for x in sg))
                 stall = " + ".join("%.2f" % (x.get("prefetch", {}).get("stall_ns", 0) / 1e9) for x in st)
-            print("| %s %d | %s | %s | %s | %s | %s | %s |" % (c, r, head, times, au, pfs, src, stall))
+            row = "| %s %d | %s | %s | %s | %s | %s | %s |" % (c, r, head, times, au, pfs, src, stall)
+            if ckpt:
+                took = [float(ep[k][b]["duration"]) for k in sorted(ep, key=int) for b in ep[k]
+                        if b.startswith("ckpt") and "duration" in ep[k][b]]
+                saves.setdefault(c, []).extend(took)
+                stop = open(o + "/stop_seconds").read().strip() if c.startswith("clairfs") else "-"
+                row += " %s | %s |" % (" / ".join("%.2f" % t for t in took), stop)
+            print(row)
             first.setdefault(c, []).append(float(ep["1"]["duration"]))
             upto.setdefault(c, []).append(float(head) + first[c][-1])
     span = lambda d: ", ".join("%s %.1f-%.1f s" % (c, min(v), max(v)) for c, v in d.items())
     print("\nfirst epoch over the repeats: %s; start to the end of epoch 1: %s" % (span(first), span(upto)))
+    if ckpt:
+        print("checkpoint saves over the repeats: %s" % ", ".join(
+            "%s %.2f-%.2f s" % (c, min(v), max(v)) for c, v in saves.items()))
 PY
 for log in "$W"/out/*/daemons.log; do
   n=$(grep -ci 'warn' "$log" || true)

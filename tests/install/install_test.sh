@@ -25,6 +25,7 @@ P=$H/clairfs
 
 # --- the layout docs/install.md lists.
 want=(bin/clairfsd bin/clairfs-partition bin/clairfs-order bin/clairfs-wait bin/clairfs-bench
+      bin/clairfs-doctor
       bin/clairfs-run bin/clairfs-summary share/clairfs/report/sitecustomize.py
       share/clairfs/report/clairfs_report/__init__.py share/clairfs/python/clairfs_order_file.py
       share/clairfs/slurm/clairfs-job.sbatch share/doc/clairfs/install.md share/doc/clairfs/README.md)
@@ -54,8 +55,8 @@ for b in "$P"/bin/*; do
 done
 # Every binary installed (clairfs_executable without INTERNAL), not a list
 # kept here: a new tool is checked the day it is added.
-((binaries >= 5)) && pass "$binaries binaries: --version (version, commit, build options, MPI, libfuse, zstd), libraries found, no RPATH into the build" ||
-  fail "$binaries installed binaries, want at least 5"
+((binaries >= 6)) && pass "$binaries binaries: --version (version, commit, build options, MPI, libfuse, zstd), libraries found, no RPATH into the build" ||
+  fail "$binaries installed binaries, want at least 6"
 out=$(as_user "$P/bin/clairfs-run" --version 2>&1)
 [[ $(head -n 1 <<<"$out") == "clairfs-run $version "* ]] && grep -qx "binaries: $P/bin" <<<"$out" &&
   pass "clairfs-run --version: the clairfsd beside it" || fail "clairfs-run --version: $out"

@@ -130,14 +130,24 @@ fi
   && pass "timeout said, with the daemon's log tail" || { fail "timeout: exit $rc"; cat "$T/out7"; }
 [[ $(daemons_left) -eq 0 ]] && ! mounted "$T/mnt7" && pass "timed-out daemon stopped" || fail "timed-out daemon left"
 
-# --- a daemon that exits at start: said at once, not after the timeout.
-start=$SECONDS
+# --- a config clairfsd would refuse: clairfs-doctor names it on the node
+# before any daemon starts.
 echo "no_such_key: 1" >"$T/bad.yaml"
 "$RUN" --dataset out --mount "$T/mnt8" --config "$T/bad.yaml" --logs "$T/logs8" -- true >"$T/out8" 2>&1
 rc=$?
-[[ $rc -eq 1 ]] && grep -q "the daemons exited before every mount was ready" "$T/out8" && grep -q "no_such_key" "$T/out8" \
-  && ((SECONDS - start < 60)) && pass "a daemon that cannot start: said at once with its log" \
+[[ $rc -eq 1 ]] && grep -q "clairfs-run:   on $(hostname): clairfsd would refuse its configuration: $T/bad.yaml:1: no_such_key: unknown key: correct $T/bad.yaml" "$T/out8" \
+  && ! grep -q "daemons exited" "$T/out8" && pass "bad config: named by the doctor, no daemon started" \
   || { fail "bad config: exit $rc"; cat "$T/out8"; }
+
+# --- a daemon that exits at start (a writes_local it cannot make, which the
+# doctor does not check): said at once, not after the timeout.
+start=$SECONDS
+printf 'writes_dir: w\nwrites_local: /proc/nope/local\nwrites_persist: %s\n' "$T/persist9" >"$T/writes.yaml"
+"$RUN" --dataset out --mount "$T/mnt9" --config "$T/writes.yaml" --logs "$T/logs9" -- true >"$T/out9" 2>&1
+rc=$?
+[[ $rc -eq 1 ]] && grep -q "the daemons exited before every mount was ready" "$T/out9" && grep -q "cannot make /proc/nope/local" "$T/out9" \
+  && ((SECONDS - start < 60)) && pass "a daemon that cannot start: said at once with its log" \
+  || { fail "daemon exit at start: exit $rc"; cat "$T/out9"; }
 
 echo "$failures failures"
 [[ $failures -eq 0 ]]

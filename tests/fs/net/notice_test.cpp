@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "fs/net/endpoint.hpp"
 #include "fs/net/loopback_transport.hpp"
 #include "fs/net/protocol.hpp"
 #include "tests/fs/net/expected_bytes.hpp"
@@ -112,7 +113,7 @@ TEST_CASE("notice batches round trip through the wire format", "[net][notice]") 
   // The decoded notices point into the message: no copy on the way in.
   CHECK((*dec)[0].data() == enc.data() + sizeof(wire::BatchHeader) + sizeof(uint32_t));
 
-  const auto none = wire::EncodeNotices({});
+  const auto none = wire::EncodeNotices(std::vector<std::vector<char>>{});
   auto empty = wire::DecodeNotices(none.data(), none.size());
   REQUIRE(empty.ok());
   CHECK(empty->empty());
@@ -306,4 +307,38 @@ TEST_CASE("without a notice handler, peers' notices are counted and dropped", "[
   CHECK(quiet.counters()->notices_received == 1);
   quiet.Stop();
   loud.Stop();
+}
+
+TEST_CASE(
+    "notices beyond a stalled link's bound are dropped and counted, queued again once it moves",
+    "[net][notice]") {
+  // No progress thread: nothing leaves the queues but through TakeOutgoing.
+  const auto serve = [](int, const PackRead& r) -> Result<std::vector<char>> {
+    return testing::ExpectedBytes(0, r);
+  };
+  Endpoint e(/*rank=*/0, /*size=*/3, serve, /*server_threads=*/0);
+  const int bound = static_cast<int>(Endpoint::kMaxQueuedNotices);
+  for (int i = 0; i < bound; ++i) REQUIRE(e.Publish(Bytes(Notice(0, i))) == 0);
+  CHECK(e.Publish(Bytes("one too many")) == 2);  // for both peers
+  CHECK(e.counters().notices_dropped == 2);
+  CHECK(e.counters().notices_sent == 2u * bound);
+  // The links move again: each peer gets every queued notice once, in order,
+  // and the next notice after them.
+  std::map<int, std::vector<std::string>> got;
+  const auto take = [&] {
+    for (auto& m : e.TakeOutgoing()) {
+      REQUIRE(m.kind == MessageKind::kNotices);
+      auto notices = wire::DecodeNotices(m.bytes.data(), m.bytes.size());
+      REQUIRE(notices.ok());
+      for (auto n : *notices) got[m.peer].emplace_back(n.data(), n.size());
+    }
+  };
+  take();
+  CHECK(e.Publish(Bytes("after")) == 0);
+  for (int loops = 0; static_cast<int>(got[2].size()) < bound + 1 && loops < 10000; ++loops) take();
+  auto want = AllOf(0, bound);
+  want.push_back("after");
+  CHECK(got == std::map<int, std::vector<std::string>>{{1, want}, {2, want}});
+  CHECK(e.counters().notices_dropped == 2);
+  e.Stop();
 }

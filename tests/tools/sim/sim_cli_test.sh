@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# clairfs-sim from the command line: the default job's rows, a config's
+# rows to a CSV file, every problem of a bad config named with exit 1, bad
+# usage exit 2.
+set -uo pipefail
+BIN=${CLAIRFS_BIN:?CLAIRFS_BIN must point at the build bin directory}
+T=$(mktemp -d "${TMPDIR:-/tmp}/clairfs-sim.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+failures=0
+check() {  # check NAME CONDITION...
+  local name=$1; shift
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi
+}
+
+"$BIN/clairfs-sim" >"$T/default.csv" 2>"$T/default.err"
+check "default run exits 0" test $? -eq 0
+check "default run: a header and one row per policy" test "$(wc -l <"$T/default.csv")" -eq 3
+check "default run: shared-fs row" grep -q '^shared-fs,0,' "$T/default.csv"
+check "default run: fanstore row" grep -q '^fanstore,0,' "$T/default.csv"
+check "a progress line per policy" test "$(grep -c '^clairfs-sim: ' "$T/default.err")" -eq 2
+
+cat >"$T/c.yaml" <<'YAML'
+job: {nodes: 2, ranks_per_node: 2, epochs: 3, batch_size: 8}
+dataset: {files: 500, file_size: 32K}
+policies: [fanstore]
+YAML
+"$BIN/clairfs-sim" --config "$T/c.yaml" --csv "$T/out.csv" >"$T/stdout" 2>/dev/null
+check "config run exits 0" test $? -eq 0
+check "config run: nothing on stdout" test ! -s "$T/stdout"
+check "config run: 3 epochs of fanstore" test "$(grep -c '^fanstore,' "$T/out.csv")" -eq 3
+
+printf 'job: {nodes: -1}\npolicies: [nope]\n' >"$T/bad.yaml"
+"$BIN/clairfs-sim" --config "$T/bad.yaml" >/dev/null 2>"$T/bad.err"
+check "bad config exits 1" test $? -eq 1
+check "bad config: the node count named" grep -q "job.nodes: bad value '-1'" "$T/bad.err"
+check "bad config: the policy named" grep -q "unknown policy 'nope'" "$T/bad.err"
+"$BIN/clairfs-sim" --frobnicate >/dev/null 2>&1
+check "bad usage exits 2" test $? -eq 2
+"$BIN/clairfs-sim" --help | grep -q '^usage: clairfs-sim'
+check "--help prints the usage" test $? -eq 0
+
+((failures == 0)) && echo "sim_cli_test: all passed" || echo "sim_cli_test: $failures failed"
+exit $((failures > 0))

@@ -1,0 +1,118 @@
+// The simulator's clock and its shared devices, against cases worked out by
+// hand.
+#include <catch2/catch.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tools/sim/event_loop.hpp"
+#include "tools/sim/shared_device.hpp"
+
+using namespace clairfs::sim;
+
+TEST_CASE("events run in time order, those due together in the order they were scheduled",
+          "[sim]") {
+  EventLoop loop;
+  std::string log;
+  loop.After(2, [&] { log += "c"; });
+  loop.After(1, [&] {
+    log += "a";
+    loop.After(0, [&] { log += "b"; });   // after the other event due at 1
+    loop.After(-5, [&] { log += "B"; });  // never in the past
+  });
+  loop.After(1, [&] { log += "A"; });
+  CHECK(loop.Run() == 5);
+  CHECK(log == "aAbBc");
+  CHECK(loop.now() == 2);
+  CHECK(loop.pending() == 0);
+}
+
+namespace {
+// Issues a transfer of `bytes` at time `at`, recording when it completes.
+void At(EventLoop& loop, SharedDevice& d, double at, uint64_t bytes, double* done) {
+  loop.After(
+      at, [&loop, &d, bytes, done] { d.Transfer(bytes, [&loop, done] { *done = loop.now(); }); });
+}
+}  // namespace
+
+TEST_CASE("requests in progress share a device equally", "[sim]") {
+  EventLoop loop;
+  SharedDevice d(&loop, DeviceSpec{.bandwidth = 100});
+  double a = -1, b = -1, c = -1;
+  SECTION("alone, at full speed") {
+    At(loop, d, 0, 100, &a);
+    loop.Run();
+    CHECK(a == Approx(1.0));
+  }
+  SECTION("two at once: each at half") {
+    At(loop, d, 0, 100, &a);
+    At(loop, d, 0, 100, &b);
+    loop.Run();
+    CHECK(a == Approx(2.0));
+    CHECK(b == Approx(2.0));
+    CHECK(d.counters().peak_in_progress == 2);
+  }
+  SECTION("one joining half way") {
+    // A alone for 0.5 s (50 B), then both at 50 B/s: A's last 50 B take 1 s
+    // (done at 1.5), B has 50 B by then and its last 50 B alone take 0.5 s.
+    At(loop, d, 0, 100, &a);
+    At(loop, d, 0.5, 100, &b);
+    At(loop, d, 10, 0, &c);  // nothing to move: done as it arrives
+    loop.Run();
+    CHECK(a == Approx(1.5));
+    CHECK(b == Approx(2.0));
+    CHECK(c == Approx(10.0));
+  }
+  CHECK(d.counters().busy_seconds == Approx(d.counters().bytes / 100.0));
+}
+
+TEST_CASE("small requests are bound by the device's IOPS", "[sim]") {
+  EventLoop loop;
+  SharedDevice d(&loop, DeviceSpec{.bandwidth = 1e9, .iops = 10});
+  std::vector<double> done(5, -1);
+  for (double& t : done) At(loop, d, 0, 1, &t);
+  loop.Run();
+  for (double t : done) CHECK(t == Approx(0.5));  // 5 requests at 10 per second
+  CHECK(d.Demand(1) == Approx(0.1));
+  CHECK(d.Demand(1000000000) == Approx(1.0));
+}
+
+TEST_CASE("a request waits its latency, longer on a busier device, without using it", "[sim]") {
+  EventLoop loop;
+  SharedDevice d(&loop, DeviceSpec{.bandwidth = 100, .latency = 0.2, .latency_per_request = 0.1});
+  double a = -1, b = -1;
+  // A joins at 0.2 and has 0.6 s of service by 0.8, when B joins (issued at
+  // 0.5 with one request in progress: 0.3 s of latency). They share: A's
+  // last 0.4 s take 0.8 s (done at 1.6), B then has 0.4 s and needs 0.6 more.
+  At(loop, d, 0, 100, &a);
+  At(loop, d, 0.5, 100, &b);
+  loop.Run();
+  CHECK(a == Approx(1.6));
+  CHECK(b == Approx(2.2));
+  CHECK(d.counters().busy_seconds == Approx(2.0));  // idle from 0 to 0.2
+}
+
+TEST_CASE("a device's work adds up: every request completes once, its bytes counted", "[sim]") {
+  EventLoop loop;
+  SharedDevice d(
+      &loop,
+      DeviceSpec{.bandwidth = 1000, .iops = 50, .latency = 0.01, .latency_per_request = 0.001});
+  std::mt19937 rng(7);
+  uint64_t bytes = 0;
+  double demand = 0;
+  int completed = 0;
+  for (int i = 0; i < 500; ++i) {
+    const uint64_t n = rng() % 200;
+    const double at = (rng() % 10000) / 100.0;
+    bytes += n;
+    demand += d.Demand(n);
+    loop.After(at, [&d, &completed, n] { d.Transfer(n, [&completed] { completed++; }); });
+  }
+  loop.Run();
+  CHECK(completed == 500);
+  CHECK(d.counters().requests == 500);
+  CHECK(d.counters().bytes == bytes);
+  // Work-conserving: whenever a request is in progress the device works at
+  // full rate, so its busy time is the requests' total demand.
+  CHECK(d.counters().busy_seconds == Approx(demand).epsilon(1e-9));
+}

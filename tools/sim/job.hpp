@@ -1,0 +1,68 @@
+// The training job the simulator runs: N nodes x G ranks, synchronous data
+// parallel (a step ends everywhere when the slowest rank's step ends: the
+// gradients' allreduce), each rank fed by a PyTorch-style DataLoader.
+//
+// The loader of a rank has W worker processes; batch i is loaded by worker
+// i mod W, which reads its files one after another; W x prefetch_factor
+// batches are asked for ahead: at the epoch's start the first W x pf, then one
+// more each time the rank takes a batch (before its step's compute), as
+// torch.utils.data's multi-process iterator does. Workers are not persistent:
+// an epoch's loading starts when the epoch does. Single-thread (the loop's).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/status.hpp"
+#include "prefetch/order/sampler.hpp"
+#include "tools/sim/event_loop.hpp"
+
+namespace clairfs::sim {
+
+struct JobSpec {
+  uint32_t nodes = 1;
+  uint32_t ranks_per_node = 1;
+  uint32_t batch_size = 32;
+  double compute_seconds = 0.1;  // one step's compute, every rank
+  uint32_t epochs = 1;
+  uint32_t workers = 2;          // per rank; at least 1
+  uint32_t prefetch_factor = 2;  // batches per worker asked for ahead; at least 1
+  bool drop_last = false;        // the loader's: drop a last, partial batch
+};
+
+// Where the loader workers' reads go: one policy (the shared file system
+// directly, FanStore, NoPFS, clairfs), which counts what it served from where.
+struct SourceCounters {
+  uint64_t ram_bytes = 0, local_bytes = 0, peer_bytes = 0, shared_fs_bytes = 0;
+  uint64_t reads = 0;
+};
+
+class DataSource {
+ public:
+  virtual ~DataSource() = default;
+  // Before any read of `epoch` (a policy may stage, plan or evict then).
+  virtual void StartEpoch(uint32_t epoch) {}
+  // A worker of a rank on `node` reads dataset file `file` whole; `done`
+  // runs once it has the bytes.
+  virtual void Read(uint32_t node, uint64_t file, EventLoop::Fn done) = 0;
+  const SourceCounters& counters() const { return counters_; }
+
+ protected:
+  SourceCounters counters_;
+};
+
+struct EpochResult {
+  double seconds = 0;         // from the epoch's start to its last step's end
+  double stall_fraction = 0;  // of the ranks' time, waiting for a batch
+  uint64_t steps = 0;
+  SourceCounters sources;  // what this epoch read, by source
+};
+
+// Runs the job on `loop` (from its current time) with every rank's order
+// from `sampler`, whose world size must be nodes x ranks_per_node; rank r
+// runs on node r / ranks_per_node. Every rank takes as many steps as the rank
+// with the fewest batches has (a rank cannot step alone).
+Result<std::vector<EpochResult>> RunJob(EventLoop* loop, const JobSpec& job,
+                                        const prefetch::Sampler& sampler, DataSource* source);
+
+}  // namespace clairfs::sim

@@ -1,0 +1,186 @@
+#include "tools/sim/sim_config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "base/size.hpp"
+
+namespace clairfs::sim {
+namespace {
+
+// Reads one section's keys into the config, collecting problems.
+class Reader {
+ public:
+  explicit Reader(std::vector<std::string>* problems) : problems_(problems) {}
+
+  using Setter = std::function<bool(const YAML::Node&)>;
+  void Section(const YAML::Node& root, const std::string& name,
+               const std::map<std::string, Setter>& keys) {
+    const YAML::Node s = root[name];
+    if (!s) return;
+    if (!s.IsMap()) return Problem(name + ": a map of keys is expected");
+    for (const auto& kv : s) {
+      const std::string key = kv.first.as<std::string>();
+      auto it = keys.find(key);
+      if (it == keys.end()) {
+        Problem(name + "." + key + ": unknown key");
+      } else if (!kv.second.IsScalar() || !it->second(kv.second)) {
+        Problem(name + "." + key + ": bad value '" + Text(kv.second) + "'");
+      }
+    }
+  }
+  void Problem(std::string p) { problems_->push_back(std::move(p)); }
+
+ private:
+  static std::string Text(const YAML::Node& n) {
+    if (n.IsScalar()) return n.Scalar();
+    std::ostringstream out;
+    out << n;
+    return out.str();
+  }
+  std::vector<std::string>* problems_;
+};
+
+template <typename T>
+Reader::Setter Count(T* out, T min) {
+  return [out, min](const YAML::Node& n) {
+    const std::string& s = n.Scalar();
+    if (s.empty() || !std::all_of(s.begin(), s.end(), ::isdigit)) return false;
+    const uint64_t v = std::stoull(s);
+    if (v < static_cast<uint64_t>(min) || v > static_cast<uint64_t>(std::numeric_limits<T>::max()))
+      return false;
+    *out = static_cast<T>(v);
+    return true;
+  };
+}
+Reader::Setter Size(uint64_t* out) {
+  return [out](const YAML::Node& n) { return ParseSize(n.Scalar(), out); };
+}
+Reader::Setter Rate(double* out) {  // a size per second
+  return [out](const YAML::Node& n) {
+    uint64_t v = 0;
+    if (!ParseSize(n.Scalar(), &v)) return false;
+    *out = static_cast<double>(v);
+    return true;
+  };
+}
+Reader::Setter Seconds(double* out, double unit) {  // a non-negative number of `unit`s
+  return [out, unit](const YAML::Node& n) {
+    try {
+      const double v = n.as<double>();
+      if (!(v >= 0)) return false;
+      *out = v * unit;
+      return true;
+    } catch (const YAML::Exception&) {
+      return false;
+    }
+  };
+}
+Reader::Setter Flag(bool* out) {
+  return [out](const YAML::Node& n) {
+    try {
+      *out = n.as<bool>();
+      return true;
+    } catch (const YAML::Exception&) {
+      return false;
+    }
+  };
+}
+
+}  // namespace
+
+const std::vector<std::string>& KnownPolicies() {
+  static const std::vector<std::string> known{"shared-fs", "fanstore"};
+  return known;
+}
+
+Result<SimConfig> ParseSimConfig(const std::string& yaml) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(std::string("not YAML: ") + e.what());
+  }
+  SimConfig c;
+  if (!root || root.IsNull()) {
+    c.partitions = 4 * c.job.nodes;
+    return c;
+  }
+  if (!root.IsMap()) return Status::InvalidArgument("a map of sections is expected");
+  std::vector<std::string> problems;
+  Reader r(&problems);
+  JobSpec& j = c.job;
+  r.Section(root, "job",
+            {{"nodes", Count(&j.nodes, 1u)},
+             {"ranks_per_node", Count(&j.ranks_per_node, 1u)},
+             {"batch_size", Count(&j.batch_size, 1u)},
+             {"compute_seconds", Seconds(&j.compute_seconds, 1)},
+             {"epochs", Count(&j.epochs, 1u)},
+             {"workers", Count(&j.workers, 1u)},
+             {"prefetch_factor", Count(&j.prefetch_factor, 1u)},
+             {"drop_last", Flag(&j.drop_last)}});
+  r.Section(root, "dataset",
+            {{"files", Count<uint64_t>(&c.files, 1)},
+             {"file_size", Size(&c.file_size)},
+             {"file_size_stdev", Size(&c.file_size_stdev)},
+             {"seed", Count<uint64_t>(&c.dataset_seed, 0)}});
+  r.Section(root, "sampler",
+            {{"seed", Count<uint64_t>(&c.sampler_seed, 0)}, {"shuffle", Flag(&c.shuffle)}});
+  r.Section(root, "shared_fs",
+            {{"bandwidth", Rate(&c.shared_fs.bandwidth)},
+             {"iops", Seconds(&c.shared_fs.iops, 1)},
+             {"open_latency_ms", Seconds(&c.shared_fs.latency, 1e-3)},
+             {"latency_per_request_ms", Seconds(&c.shared_fs.latency_per_request, 1e-3)}});
+  r.Section(root, "node",
+            {{"ssd_bandwidth", Rate(&c.node.ssd.bandwidth)},
+             {"ssd_iops", Seconds(&c.node.ssd.iops, 1)},
+             {"link_bandwidth", Rate(&c.node.link.bandwidth)},
+             {"link_latency_us", Seconds(&c.node.link.latency, 1e-6)}});
+  r.Section(root, "fanstore", {{"partitions", Count(&c.partitions, 0u)}});
+  for (const auto& kv : root) {
+    const std::string key = kv.first.as<std::string>();
+    if (key == "policies") {
+      if (!kv.second.IsSequence() || kv.second.size() == 0) {
+        r.Problem("policies: a list of policies is expected");
+        continue;
+      }
+      c.policies.clear();
+      for (const auto& p : kv.second) {
+        const std::string name = p.IsScalar() ? p.Scalar() : "?";
+        const auto& known = KnownPolicies();
+        if (std::find(known.begin(), known.end(), name) == known.end()) {
+          r.Problem("policies: unknown policy '" + name + "' (known: shared-fs, fanstore)");
+        } else {
+          c.policies.push_back(name);
+        }
+      }
+    } else if (key != "job" && key != "dataset" && key != "sampler" && key != "shared_fs" &&
+               key != "node" && key != "fanstore") {
+      r.Problem(key + ": unknown section");
+    }
+  }
+  if (!problems.empty()) {
+    std::string all;
+    for (const auto& p : problems) all += (all.empty() ? "" : "\n") + p;
+    return Status::InvalidArgument(all);
+  }
+  if (c.partitions == 0) c.partitions = 4 * c.job.nodes;
+  return c;
+}
+
+Result<SimConfig> LoadSimConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound("cannot read " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto c = ParseSimConfig(text.str());
+  if (!c.ok()) return Status::InvalidArgument(path + ": " + c.status().message());
+  return c;
+}
+
+}  // namespace clairfs::sim

@@ -1,0 +1,60 @@
+#include "tools/sim/simulate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <random>
+
+#include "prefetch/torch/distributed_sampler.hpp"
+#include "tools/sim/fanstore_source.hpp"
+#include "tools/sim/shared_fs_source.hpp"
+
+namespace clairfs::sim {
+
+std::vector<uint64_t> DatasetSizes(const SimConfig& config) {
+  std::vector<uint64_t> sizes(config.files, config.file_size);
+  if (config.file_size_stdev == 0) return sizes;
+  std::mt19937_64 rng(config.dataset_seed);
+  std::normal_distribution<double> size(static_cast<double>(config.file_size),
+                                        static_cast<double>(config.file_size_stdev));
+  for (uint64_t& s : sizes) s = static_cast<uint64_t>(std::max(1.0, std::round(size(rng))));
+  return sizes;
+}
+
+Result<PolicyRun> RunPolicy(const SimConfig& config, const std::string& policy,
+                            const std::vector<uint64_t>& file_bytes) {
+  const JobSpec& job = config.job;
+  prefetch::DistributedSamplerOptions options;
+  options.num_replicas = static_cast<uint64_t>(job.nodes) * job.ranks_per_node;
+  options.seed = config.sampler_seed;
+  options.shuffle = config.shuffle;
+  options.drop_last = job.drop_last;
+  auto sampler = prefetch::DistributedSampler::Create(file_bytes.size(), options);
+  if (!sampler.ok()) return sampler.status();
+
+  EventLoop loop;
+  SharedDevice shared_fs(&loop, config.shared_fs);
+  std::unique_ptr<DataSource> source;
+  FanStoreSource* fanstore = nullptr;
+  if (policy == "shared-fs") {
+    source = std::make_unique<SharedFsSource>(&shared_fs, &file_bytes);
+  } else if (policy == "fanstore") {
+    auto f = std::make_unique<FanStoreSource>(&loop, &shared_fs, &file_bytes, job.nodes,
+                                              config.partitions, config.node);
+    fanstore = f.get();
+    source = std::move(f);
+  } else {
+    return Status::InvalidArgument("unknown policy '" + policy + "'");
+  }
+  auto epochs = RunJob(&loop, job, *sampler, source.get());
+  if (!epochs.ok()) return epochs.status();
+  PolicyRun run;
+  run.policy = policy;
+  run.epochs = std::move(epochs).value();
+  if (fanstore != nullptr) run.staging_seconds = fanstore->staging_seconds();
+  run.peak_shared_fs_requests = shared_fs.counters().peak_in_progress;
+  run.shared_fs_bytes = shared_fs.counters().bytes;
+  return run;
+}
+
+}  // namespace clairfs::sim
