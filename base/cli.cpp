@@ -1,7 +1,11 @@
 #include "base/cli.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
+
+#include "base/version.hpp"
 
 namespace clairfs::cli {
 
@@ -21,6 +25,17 @@ int UsageError(std::string_view prog, std::string_view message) {
 
 Status Parse(CLI::App& app, std::vector<std::string> args, bool* help) {
   *help = false;
+  // Listed in --help by CLI11; answered here, before CLI11 reads the line, so
+  // that it wins over any problem in the rest of it.
+  if (app.get_option_no_throw("--version") == nullptr) {  // an app parsed again
+    app.add_flag("--version")->description("print the version and the build's options, then exit");
+  }
+  if (std::find(args.begin(), args.end(), "--version") != args.end()) {
+    const std::string text = VersionText(app.get_name());
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    std::exit(0);
+  }
   // CLI11 takes the arguments last first.
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {

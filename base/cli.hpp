@@ -3,7 +3,9 @@
 // usage error the same way and exit with the same codes:
 //   usage error: "PROG: <message>" (each line of a multi-line message
 //                prefixed) and "Try 'PROG --help'." on stderr, exit 2;
-//   -h/--help:   the binary's own usage text on stdout, exit 0.
+//   -h/--help:   the binary's own usage text on stdout, exit 0;
+//   --version:   the version and the build's options (base/version.hpp) on
+//                stdout, exit 0 - for every binary, whichever way it parses.
 // CLI11 reports unknown options, missing values, wrong counts of positionals
 // and malformed numbers, and stops at the first; a binary that reports every
 // problem at once binds its values with AddValue below and checks them
@@ -28,7 +30,11 @@ int UsageError(std::string_view prog, std::string_view message);
 
 // Parses `args` (argv without argv[0]) into `app`. OK and *help = true on
 // -h/--help (nothing else is checked then); InvalidArgument with CLI11's
-// message on a usage error.
+// message on a usage error. On --version (which Parse adds to `app`) it
+// prints VersionText(app's name) and ends the process with exit status 0
+// before anything else is checked: the binaries that call Parse through
+// their own loaders (clairfsd, clairfs-order) parse before they start
+// anything.
 Status Parse(CLI::App& app, std::vector<std::string> args, bool* help);
 
 // The whole front of a main: nullopt to go on; otherwise the exit code after

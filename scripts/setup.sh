@@ -7,7 +7,8 @@
 # clang and libclang-rt-14-dev (libFuzzer's runtime, only recommended by clang,
 # which --no-install-recommends skips) are for scripts/fuzz.sh and the
 # thread-safety analysis (scripts/check_threads.sh), clang-format for
-# scripts/check_format.sh; the build itself uses GCC.
+# scripts/check_format.sh; the build itself uses GCC. lmod is the modules tool
+# of the EasyBuild install test (tests/install), EasyBuild itself a venv.
 #
 # Environment: BUILD_DIR (default build), BUILD_TYPE (default RelWithDebInfo),
 # CLAIRFS_SKIP_APT=1 to skip the package check (offline machines),
@@ -29,6 +30,7 @@ packages=(
   python3 python3-numpy python3-torch python3-torchvision python3-pil
   python3-venv python3-dev
   strace
+  lmod
 )
 
 if [[ "${CLAIRFS_SKIP_APT:-0}" != 1 ]]; then

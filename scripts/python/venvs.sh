@@ -3,6 +3,7 @@
 # stacks, from PyPI, pinned by the requirements file of each (scripts/python/*.txt):
 #   tf-current  tensorflow-cpu 2.21 + Keras 3.15
 #   tf-keras2   tensorflow-cpu 2.15.1 + Keras 2.15 + Horovod 0.28.1 (MPI: Debian's MPICH)
+#   easybuild   EasyBuild 5.4.1 (the install test: tests/install/easybuild_test.sh)
 # under ${CLAIRFS_VENVS:-<repo>/.venvs}, with Debian's /usr/bin/python3.
 #
 # Idempotent: each venv holds a stamp (its requirements file, the Python version
@@ -62,16 +63,18 @@ build() {
   echo "setup:   $name: checking the imports"
   local check='import tensorflow as tf, keras; print("tensorflow", tf.__version__, "keras", keras.__version__)'
   [[ $name == tf-keras2 ]] && check+='; import horovod.tensorflow.keras as hvd; print("horovod", __import__("horovod").__version__)'
+  [[ $name == easybuild ]] && check='from easybuild.tools.version import VERSION; print("easybuild", VERSION)'
   local out
   if ! out=$(TF_CPP_MIN_LOG_LEVEL=2 CUDA_VISIBLE_DEVICES="" "$dir/bin/python" -c "$check" 2>&1); then
     echo "setup: venv $name does not import what it should:" >&2
     echo "$out" >&2
     return 1
   fi
-  grep -E '^(tensorflow|horovod) ' <<<"$out" | sed "s/^/setup:   $name: /"
+  grep -E '^(tensorflow|horovod|easybuild) ' <<<"$out" | sed "s/^/setup:   $name: /"
   echo "$want" >"$dir/.clairfs-stamp"
   echo "setup: venv $name ready in $((SECONDS - t0)) s"
 }
 
 build tf-current 3
 build tf-keras2 5
+build easybuild 1
