@@ -4,7 +4,7 @@
 // git checkout, e.g. from a release tarball) and the options it was built
 // with (build type, compiler, sanitizers, fuzzing, the MPI library, libfuse,
 // zstd). The text is fixed when CMake configures the build (base/
-// build_info.cpp.in, filled by cmake/build_info.cmake). Thread-safe.
+// build_info.cpp.in, filled by base/build_info.cmake). Thread-safe.
 #pragma once
 
 #include <string>
