@@ -18,8 +18,9 @@ SourceCounters Minus(const SourceCounters& a, const SourceCounters& b) {
 // One run of the job: the state of every rank's loader and of the step.
 class JobRun {
  public:
-  JobRun(EventLoop* loop, const JobSpec& job, const prefetch::Sampler& sampler, DataSource* source)
-      : loop_(loop), job_(job), sampler_(sampler), source_(source) {
+  JobRun(EventLoop* loop, const JobSpec& job, const prefetch::Sampler& sampler, DataSource* source,
+         const EpochFn& on_epoch)
+      : loop_(loop), job_(job), sampler_(sampler), source_(source), on_epoch_(on_epoch) {
     ranks_.resize(static_cast<size_t>(job.nodes) * job.ranks_per_node);
     for (size_t r = 0; r < ranks_.size(); ++r)
       ranks_[r].node = static_cast<uint32_t>(r / job.ranks_per_node);
@@ -118,6 +119,7 @@ class JobRun {
         e.seconds > 0 ? stalled / (e.seconds * static_cast<double>(ranks_.size())) : 0;
     e.sources = Minus(source_->counters(), before_);
     results_.push_back(e);
+    if (on_epoch_) on_epoch_(epoch_, e);
     if (epoch_ + 1 < job_.epochs) BeginEpoch(epoch_ + 1);
   }
 
@@ -160,6 +162,7 @@ class JobRun {
   const JobSpec& job_;
   const prefetch::Sampler& sampler_;
   DataSource* source_;
+  const EpochFn& on_epoch_;
   std::vector<Rank> ranks_;
   std::vector<EpochResult> results_;
   Status status_;
@@ -173,7 +176,8 @@ class JobRun {
 }  // namespace
 
 Result<std::vector<EpochResult>> RunJob(EventLoop* loop, const JobSpec& job,
-                                        const prefetch::Sampler& sampler, DataSource* source) {
+                                        const prefetch::Sampler& sampler, DataSource* source,
+                                        const EpochFn& on_epoch) {
   const uint64_t world = static_cast<uint64_t>(job.nodes) * job.ranks_per_node;
   if (world == 0 || job.workers == 0 || job.prefetch_factor == 0 || job.batch_size == 0) {
     return Status::InvalidArgument(
@@ -184,7 +188,7 @@ Result<std::vector<EpochResult>> RunJob(EventLoop* loop, const JobSpec& job,
     return Status::InvalidArgument("the order is for " + std::to_string(sampler.world_size()) +
                                    " ranks, the job has " + std::to_string(world));
   }
-  JobRun run(loop, job, sampler, source);
+  JobRun run(loop, job, sampler, source, on_epoch);
   CLAIRFS_RETURN_IF_ERROR(run.Run());
   return std::move(run.results());
 }

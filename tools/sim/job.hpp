@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "base/status.hpp"
@@ -58,11 +59,15 @@ struct EpochResult {
   SourceCounters sources;  // what this epoch read, by source
 };
 
+// Called as each epoch ends (its number from 0), for progress lines.
+using EpochFn = std::function<void(uint32_t epoch, const EpochResult& result)>;
+
 // Runs the job on `loop` (from its current time) with every rank's order
 // from `sampler`, whose world size must be nodes x ranks_per_node; rank r
 // runs on node r / ranks_per_node. Every rank takes as many steps as the rank
 // with the fewest batches has (a rank cannot step alone).
 Result<std::vector<EpochResult>> RunJob(EventLoop* loop, const JobSpec& job,
-                                        const prefetch::Sampler& sampler, DataSource* source);
+                                        const prefetch::Sampler& sampler, DataSource* source,
+                                        const EpochFn& on_epoch = {});
 
 }  // namespace clairfs::sim

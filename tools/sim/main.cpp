@@ -3,7 +3,8 @@
 // usage: clairfs-sim [--config CLUSTER.yaml] [--csv FILE]
 // Runs the job of the config (docs/simulation.md) once per policy and prints
 // one CSV row per policy and epoch (to FILE, or stdout), a progress line per
-// policy on stderr. Exit 0; 1 when the config or a run fails; 2 on bad usage.
+// policy and epoch on stderr. Exit 0; 1 when the config or a run fails; 2 on bad usage.
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -63,7 +64,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "clairfs-sim: %s: %u nodes x %u ranks, %zu files, %u epochs...\n",
                  policy.c_str(), config->job.nodes, config->job.ranks_per_node, sizes.size(),
                  config->job.epochs);
-    auto run = clairfs::sim::RunPolicy(*config, policy, sizes);
+    const auto started = std::chrono::steady_clock::now();
+    auto run = clairfs::sim::RunPolicy(
+        *config, policy, sizes, [&](uint32_t epoch, const clairfs::sim::EpochResult& e) {
+          const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+          std::fprintf(stderr,
+                       "clairfs-sim: %s: epoch %u of %u: %.2f s simulated (%.1f s so far)\n",
+                       policy.c_str(), epoch + 1, config->job.epochs, e.seconds, took.count());
+        });
     if (!run.ok()) {
       std::fprintf(stderr, "clairfs-sim: %s: %s\n", policy.c_str(), run.status().message().c_str());
       return 1;

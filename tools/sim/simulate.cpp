@@ -24,7 +24,7 @@ std::vector<uint64_t> DatasetSizes(const SimConfig& config) {
 }
 
 Result<PolicyRun> RunPolicy(const SimConfig& config, const std::string& policy,
-                            const std::vector<uint64_t>& file_bytes) {
+                            const std::vector<uint64_t>& file_bytes, const EpochFn& on_epoch) {
   const JobSpec& job = config.job;
   prefetch::DistributedSamplerOptions options;
   options.num_replicas = static_cast<uint64_t>(job.nodes) * job.ranks_per_node;
@@ -63,7 +63,7 @@ Result<PolicyRun> RunPolicy(const SimConfig& config, const std::string& policy,
   } else {
     return Status::InvalidArgument("unknown policy '" + policy + "'");
   }
-  auto epochs = RunJob(&loop, job, *sampler, source.get());
+  auto epochs = RunJob(&loop, job, *sampler, source.get(), on_epoch);
   if (!epochs.ok()) return epochs.status();
   PolicyRun run;
   run.policy = policy;

@@ -25,6 +25,6 @@ struct PolicyRun {
 std::vector<uint64_t> DatasetSizes(const SimConfig& config);
 
 Result<PolicyRun> RunPolicy(const SimConfig& config, const std::string& policy,
-                            const std::vector<uint64_t>& file_bytes);
+                            const std::vector<uint64_t>& file_bytes, const EpochFn& on_epoch = {});
 
 }  // namespace clairfs::sim

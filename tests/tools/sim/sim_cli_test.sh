@@ -19,7 +19,7 @@ check "default run: shared-fs row" grep -q '^shared-fs,0,' "$T/default.csv"
 check "default run: fanstore row" grep -q '^fanstore,0,' "$T/default.csv"
 check "default run: nopfs row" grep -q '^nopfs,0,' "$T/default.csv"
 check "default run: clairfs row" grep -q '^clairfs,0,' "$T/default.csv"
-check "a progress line per policy" test "$(grep -c "^clairfs-sim: " "$T/default.err")" -eq 4
+check "a progress line per policy and one per epoch" test "$(grep -c "^clairfs-sim: " "$T/default.err")" -eq 8
 
 cat >"$T/c.yaml" <<'YAML'
 job: {nodes: 2, ranks_per_node: 2, epochs: 3, batch_size: 8}
