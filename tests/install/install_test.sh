@@ -60,6 +60,9 @@ done
 out=$(as_user "$P/bin/clairfs-run" --version 2>&1)
 [[ $(head -n 1 <<<"$out") == "clairfs-run $version "* ]] && grep -qx "binaries: $P/bin" <<<"$out" &&
   pass "clairfs-run --version: the clairfsd beside it" || fail "clairfs-run --version: $out"
+out=$(as_user "$P/bin/clairfs-summary" --version 2>&1)
+[[ $(head -n 1 <<<"$out") == "clairfs-summary $version "* ]] && grep -q "^mpi: MPICH" <<<"$out" &&
+  pass "clairfs-summary --version: the clairfsd beside it" || fail "clairfs-summary --version: $out"
 
 # --- a tiny dataset, packed with the installed clairfs-partition.
 as_user /usr/bin/python3 "$CLAIRFS_SRC/tests/partitioner/make_tree.py" "$H/src" --small 60 --no-links >/dev/null &&
