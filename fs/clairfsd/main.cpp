@@ -30,6 +30,7 @@
 #include "fs/fuse/mount_tuning.hpp"
 #include "fs/report/report_server.hpp"
 #include "fs/report/reported_orders.hpp"
+#include "fs/stats/cpu_stats.hpp"
 #include "fs/stats/stats.hpp"
 #include "fs/store/pack_readahead.hpp"
 #include "fs/store/payload_source.hpp"
@@ -262,6 +263,7 @@ int main(int argc, char** argv) {
   options.config_text = effective;
   options.stats_sections.emplace_back(
       "cluster", [&cluster](clairfs::JsonWriter& w) { cluster.WriteStats(w); });
+  options.stats_sections.emplace_back("cpu", fs::WriteCpuStats);
   if (writes) {
     options.writes = writes.get();
     options.stats_sections.emplace_back(

@@ -301,6 +301,14 @@ w, repeats, mbps, sets = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.
 ways = os.environ["WAYS"].split()
 ckpt = int(os.environ["CKPT"]) > 0
 load = lambda p: json.load(open(p))
+def cpu_of(node, stats):
+    """'node N T s (name t, ...)': a daemon's CPU seconds, its busiest threads first."""
+    cpu = stats.get("cpu")
+    if cpu is None:
+        return "node %d -" % node
+    threads = sorted(cpu["threads"], key=lambda t: -(t["user_s"] + t["system_s"]))
+    return "node %d %.1f s (%s)" % (node, cpu["user_s"] + cpu["system_s"], ", ".join(
+        "%s %.1f" % (t["name"], t["user_s"] + t["system_s"]) for t in threads[:5]))
 for s in sets:
     size = int(open("%s/bytes-%s" % (w, s)).read())
     wl = open("%s/conf/workload/clairfs_%s.yaml" % (w, s)).read()
@@ -313,7 +321,7 @@ for s in sets:
           "prefetch.stall_ns, node 0 + 1 (s) |" + (" checkpoint saves, rank 0 (s) | daemons' stop, "
           "drain included (s) |" if ckpt else ""))
     print("| --- " * (9 if ckpt else 7) + "|")
-    first, upto, saves = {}, {}, {}
+    first, upto, saves, cpu_lines = {}, {}, {}, []
     for r in range(1, repeats + 1):
         for c in ways:
             o = "%s/out/%s.%s.%d" % (w, s, c, r)
@@ -337,6 +345,7 @@ for s in sets:
                     cs[0]["dataset_bytes"] / 2**20, max(x["seconds"] for x in sg),
                     sum(x.get("yield_seconds", 0) for x in sg))
                 stall = " + ".join("%.2f" % (x.get("prefetch", {}).get("stall_ns", 0) / 1e9) for x in st)
+                cpu_lines.append("%s %d: %s" % (c, r, "; ".join(cpu_of(i, x) for i, x in enumerate(st))))
             row = "| %s %d | %s | %s | %s | %s | %s | %s |" % (c, r, head, times, au, pfs, src, stall)
             if ckpt:
                 took = [float(ep[k][b]["duration"]) for k in sorted(ep, key=int) for b in ep[k]
@@ -347,6 +356,10 @@ for s in sets:
             print(row)
             first.setdefault(c, []).append(float(ep["1"]["duration"]))
             upto.setdefault(c, []).append(float(head) + first[c][-1])
+    if cpu_lines:
+        print("\nthe daemons' CPU seconds over the run (stats.json `cpu`: user + system, by thread):")
+        for line in cpu_lines:
+            print("- " + line)
     span = lambda d: ", ".join("%s %.1f-%.1f s" % (c, min(v), max(v)) for c, v in d.items())
     print("\nfirst epoch over the repeats: %s; start to the end of epoch 1: %s" % (span(first), span(upto)))
     if ckpt:
