@@ -256,7 +256,11 @@ run_clairfs() {  # run_clairfs NAME SET [OPTION...]: OPTIONs go to clairfsd
     --mount "$W/mnt{rank}" --local-dir "$W/ssd{rank}" "${writes[@]}" ${CLAIRFSD_ARGS:-} "${@:3}" >"$out/daemons.log" 2>&1 &
   launcher=$!
   "$BIN/clairfs-wait" "$W/mnt0" "$W/mnt1" --quiet --timeout 120 || { tail -n 20 "$out/daemons.log" >&2; exit 1; }
-  CKPT0=$W/mnt0/out/$name CKPT1=$W/mnt1/out/$name dlio_run "$name" "$set" "$W/mnt0" "$W/mnt1"
+  if ((ckpt_mib)); then
+    CKPT0=$W/mnt0/out/$name CKPT1=$W/mnt1/out/$name dlio_run "$name" "$set" "$W/mnt0" "$W/mnt1"
+  else  # DLIO makes its checkpoint folder even when it saves nothing: not in the read-only mount
+    dlio_run "$name" "$set" "$W/mnt0" "$W/mnt1"
+  fi
   cp "$W/mnt0/.clairfs/stats.json" "$out/stats0.json"
   cp "$W/mnt1/.clairfs/stats.json" "$out/stats1.json"
   local t0; t0=$(date +%s.%N)
