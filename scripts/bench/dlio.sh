@@ -27,7 +27,8 @@
 #          [--ways local,direct,clairfs] [--variant NAME=OPTIONS]... [--checkpoint MIB] [--sync]
 #        scripts/bench/dlio.sh --setup      (only build the DLIO venv)
 # --variant adds a clairfs way NAME (rows "clairfs-NAME") whose daemons get OPTIONS
-# too (e.g. --variant noyield="--stage-yield-ms 0"), run in the same repeats right
+# too (e.g. --variant noyield="--stage-yield-ms 0"; OPTIONS beginning with bin=DIR run
+# DIR/clairfsd instead, e.g. another build's), run in the same repeats right
 # after the clairfs row; --ways leaves out local or direct.
 # Sizes: 8,192 files of 256 KiB and 64 of 32 MiB (about 25 min here); --quick: 512 of
 # 256 KiB and 16 of 8 MiB (about 4 min).
@@ -244,16 +245,19 @@ done
 sync
 pfs_enter  # from here on every read of the stand-in is throttled
 
-run_clairfs() {  # run_clairfs NAME SET [OPTION...]: OPTIONs go to clairfsd
-  local name=$1 set=$2 out=$W/out/$1
+run_clairfs() {  # run_clairfs NAME SET [bin=DIR] [OPTION...]: OPTIONs go to clairfsd (DIR's)
+  local name=$1 set=$2 out=$W/out/$1 daemon=$BIN/clairfsd
+  shift 2
+  if [[ ${1:-} == bin=* ]]; then daemon=${1#bin=}/clairfsd; shift; fi
+  [[ -x $daemon ]] || fail "no clairfsd at $daemon"
   rm -rf "$W/ssd0" "$W/ssd1"; mkdir -p "$out"  # every run stages from the stand-in again
   drop_caches
   date +%s.%N >"$out/daemons_started"; pfs_read >"$out/pfs_before"
   local writes=()
   ((ckpt_mib)) && writes=(--writes-dir out --writes-local "$W/wl-$name-{rank}" --writes-persist "$PFS_MNT/persist-$name")
   # shellcheck disable=SC2086  # CLAIRFSD_ARGS: more options, split at spaces
-  "$MPIEXEC" -n 2 "$BIN/clairfsd" --config "$W/clairfs-$set.yaml" --dataset "$PFS_MNT/$set.clairfs" \
-    --mount "$W/mnt{rank}" --local-dir "$W/ssd{rank}" "${writes[@]}" ${CLAIRFSD_ARGS:-} "${@:3}" >"$out/daemons.log" 2>&1 &
+  "$MPIEXEC" -n 2 "$daemon" --config "$W/clairfs-$set.yaml" --dataset "$PFS_MNT/$set.clairfs" \
+    --mount "$W/mnt{rank}" --local-dir "$W/ssd{rank}" "${writes[@]}" ${CLAIRFSD_ARGS:-} "$@" >"$out/daemons.log" 2>&1 &
   launcher=$!
   "$BIN/clairfs-wait" "$W/mnt0" "$W/mnt1" --quiet --timeout 120 || { tail -n 20 "$out/daemons.log" >&2; exit 1; }
   if ((ckpt_mib)); then
