@@ -4,31 +4,16 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdint>
 
 namespace clairfs::fs {
 
 Result<std::unique_ptr<PartialCopy>> PartialCopy::Create(std::string path) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::FromErrno(errno, "create " + path);
-  const int direct_fd = ::open(path.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);  // -1: not here
-  return std::unique_ptr<PartialCopy>(new PartialCopy(std::move(path), fd, direct_fd));
+  return std::unique_ptr<PartialCopy>(new PartialCopy(std::move(path), fd));
 }
 
-PartialCopy::~PartialCopy() {
-  ::close(fd_);
-  if (direct_fd_ >= 0) ::close(direct_fd_);
-}
-
-int PartialCopy::WriteAll(int fd, uint64_t offset, const char* p, size_t size) {
-  for (size_t done = 0; done < size;) {
-    const ssize_t n = ::pwrite(fd, p + done, size - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return n < 0 ? errno : ENOSPC;
-    done += static_cast<size_t>(n);
-  }
-  return 0;
-}
+PartialCopy::~PartialCopy() { ::close(fd_); }
 
 Status PartialCopy::Write(uint64_t offset, const void* data, size_t size) {
   {
@@ -36,30 +21,15 @@ Status PartialCopy::Write(uint64_t offset, const void* data, size_t size) {
     if (disabled_) return Status::IOError(path_ + ": disabled after a failed write", EIO);
   }
   const char* p = static_cast<const char*>(data);
-  const uint64_t end = offset + size;
-  // The whole pages [mid, tail) go straight to the disk where the bytes for
-  // them sit at a page-aligned address; the partial pages around them (and
-  // everything else) through the page cache.
-  constexpr uint64_t kPage = 4096;
-  uint64_t mid = (offset + kPage - 1) / kPage * kPage, tail = end / kPage * kPage;
-  if (direct_fd_ < 0 || !direct_ok_.load(std::memory_order_relaxed) || tail <= mid ||
-      reinterpret_cast<uintptr_t>(p + (mid - offset)) % kPage != 0) {
-    mid = tail = end;
-  }
-  int err = WriteAll(fd_, offset, p, static_cast<size_t>(mid - offset));
-  if (err == 0 && tail > mid) {
-    err = WriteAll(direct_fd_, mid, p + (mid - offset), static_cast<size_t>(tail - mid));
-    if (err == EINVAL) {  // this file system takes no direct writes after all: buffered
-      direct_ok_.store(false, std::memory_order_relaxed);
-      err = WriteAll(fd_, mid, p + (mid - offset), static_cast<size_t>(tail - mid));
-    } else if (err == 0) {
-      direct_bytes_.fetch_add(tail - mid, std::memory_order_relaxed);
+  for (size_t done = 0; done < size;) {
+    const ssize_t n = ::pwrite(fd_, p + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : ENOSPC;
+      Disable();
+      return Status::FromErrno(err, "write " + path_);
     }
-  }
-  if (err == 0) err = WriteAll(fd_, tail, p + (tail - offset), static_cast<size_t>(end - tail));
-  if (err != 0) {
-    Disable();
-    return Status::FromErrno(err, "write " + path_);
+    done += static_cast<size_t>(n);
   }
   MutexLock lock(&mu_);
   if (!disabled_) present_.Add(offset, offset + size);

@@ -7,11 +7,6 @@
 // first, so that staging and a read never fetch the same bytes: the other
 // waits for them instead (Claim, then Write or Abandon; AwaitPresent).
 //
-// Whole pages that a write brings from a page-aligned buffer (staging's
-// chunks) bypass the page cache (O_DIRECT): the daemon shares the node's
-// cores with the training job, and copying a pack into the page cache and
-// writing it back later cost it more CPU than the job's own reads of it.
-//
 // A failed write (a full disk) disables it: nothing counts as present any
 // more and later writes are refused, so no read is answered from a copy that
 // may have holes. The file is closed, never removed, by the destructor.
@@ -19,7 +14,6 @@
 // Thread-safe. A range counts as present only after its bytes are written.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -69,28 +63,15 @@ class PartialCopy {
   Status Fill(uint64_t lo, uint64_t hi, char* dst, const FetchFn& fetch, FillCounts* counts)
       CLAIRFS_EXCLUDES(mu_);
   bool disabled() const CLAIRFS_EXCLUDES(mu_);
-  // Bytes written past the page cache (O_DIRECT).
-  uint64_t direct_bytes() const { return direct_bytes_.load(std::memory_order_relaxed); }
   void Disable() CLAIRFS_EXCLUDES(mu_);
 
  private:
-  PartialCopy(std::string path, int fd, int direct_fd)
-      : path_(std::move(path)), fd_(fd), direct_fd_(direct_fd) {}
-  // Writes [offset, offset + size) from `p` through `fd`, all of it.
-  static int WriteAll(int fd, uint64_t offset, const char* p, size_t size);
+  PartialCopy(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
   // Reads bytes written into the copy.
   Status ReadExact(uint64_t offset, size_t size, void* dst) const;
 
   const std::string path_;
   const int fd_;
-  // The same file opened O_DIRECT (-1 where the file system refuses it):
-  // whole pages of a write whose bytes sit at a page-aligned address (staging's
-  // chunks) go through it, so they cost no copy into the page cache and no
-  // writeback later; the rest goes through fd_. A page is written by one
-  // write only, so no page is written both ways. Off after a refusal.
-  const int direct_fd_;
-  std::atomic<bool> direct_ok_{true};
-  std::atomic<uint64_t> direct_bytes_{0};
   mutable Mutex mu_;
   mutable CondVar changed_;  // a claim was written or abandoned, or the copy disabled
   RangeSet present_ CLAIRFS_GUARDED_BY(mu_);

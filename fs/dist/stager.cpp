@@ -5,9 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
-#include <memory>
 #include <thread>
 
 #include "base/log.hpp"
@@ -367,11 +365,7 @@ Status Stager::Copy(uint32_t p, const std::string& from, PartialCopy* to) {
   // another read is bringing is taken from it, so the checksum sees every
   // byte in order.
   format::StreamingChecksum sum;
-  // Page-aligned, so that PartialCopy writes the chunks past the page cache.
-  std::unique_ptr<char, decltype(&std::free)> chunk(
-      static_cast<char*>(std::aligned_alloc(4096, kChunk)), &std::free);
-  if (chunk == nullptr) st = Status::IOError("staging: no memory for a chunk", ENOMEM);
-  char* const buf = chunk.get();
+  std::vector<char> buf(kChunk);
   uint64_t copied = 0;
   const auto fetch = [&](uint64_t off, size_t n, char* dst) {
     Status read = PreadExact(in, off, n, dst, from);
@@ -382,10 +376,10 @@ Status Stager::Copy(uint32_t p, const std::string& from, PartialCopy* to) {
     YieldToDemand();
     const uint64_t end = std::min<uint64_t>(size, off + kChunk);
     PartialCopy::FillCounts counts;
-    st = to->Fill(off, end, buf, fetch, &counts);
+    st = to->Fill(off, end, buf.data(), fetch, &counts);
     if (st.ok()) st = counts.write_error;
     if (!st.ok()) break;
-    sum.Update(buf, end - off);
+    sum.Update(buf.data(), end - off);
     copied += end - off;
     progress_.bytes_copied += end - off;
     MaybeLogProgress();

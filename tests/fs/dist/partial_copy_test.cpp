@@ -3,16 +3,9 @@
 // and fetches each missing range once however many readers want it.
 #include "fs/dist/partial_copy.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <catch2/catch.hpp>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
-#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -102,59 +95,6 @@ TEST_CASE("a partial copy answers only what was written into it", "[dist]") {
     CHECK(fetched == Ranges{{0, 10}});
   }
   CHECK_FALSE((*full)->Write(0, "x", 1).ok());
-}
-
-TEST_CASE("whole pages from an aligned buffer bypass the page cache; the file is the same",
-          "[dist]") {
-  Dataset d(1, 1);
-  const std::string path = d.root + "/copy";
-  auto copy = PartialCopy::Create(path);
-  REQUIRE(copy.ok());
-  PartialCopy& c = **copy;
-  // The pack's bytes, and a page-aligned buffer holding them (as staging's chunk does).
-  constexpr size_t kSize = (3u << 20) + 12345;
-  std::string want(kSize, '\0');
-  std::mt19937 rng(11);
-  for (char& ch : want) ch = static_cast<char>(rng());
-  std::unique_ptr<char, decltype(&std::free)> aligned(
-      static_cast<char*>(std::aligned_alloc(4096, kSize + 4096)), &std::free);
-  std::memcpy(aligned.get(), want.data(), kSize);
-  // Unaligned pieces first (a job's reads), then the gaps from the aligned
-  // buffer, some starting or ending inside a page, then the rest unaligned.
-  std::vector<std::pair<uint64_t, uint64_t>> done;
-  RangeSet present;
-  uint64_t whole_pages = 0;  // of the writes from the aligned buffer
-  auto write = [&](uint64_t lo, uint64_t hi, bool from_aligned) {
-    for (const auto& [a, b] : present.Gaps(lo, hi)) {
-      const char* src = from_aligned ? aligned.get() + a : want.data() + a;
-      REQUIRE(c.Write(a, src, b - a).ok());
-      present.Add(a, b);
-      const uint64_t first = (a + 4095) / 4096 * 4096, last = b / 4096 * 4096;
-      if (from_aligned && last > first) whole_pages += last - first;
-    }
-  };
-  for (int i = 0; i < 40; ++i) {
-    const uint64_t lo = rng() % kSize;
-    write(lo, std::min<uint64_t>(kSize, lo + 1 + rng() % 70000), false);
-  }
-  for (uint64_t lo = 0; lo < kSize; lo += 1 << 20) {
-    write(lo + 100, std::min<uint64_t>(kSize, lo + (1 << 20) - 3000), true);
-  }
-  write(0, kSize, false);
-  std::ifstream in(path, std::ios::binary);
-  const std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  CHECK(got.size() == kSize);
-  CHECK(got == want);
-  // Where the directory takes O_DIRECT (ext4, xfs, tmpfs since Linux 6.6), the
-  // aligned writes went past the page cache.
-  const int probe = ::open((d.root + "/probe").c_str(), O_WRONLY | O_CREAT | O_DIRECT, 0644);
-  if (probe >= 0) {
-    ::close(probe);
-    CHECK(whole_pages > (1u << 20));
-    CHECK(c.direct_bytes() == whole_pages);
-  } else {
-    CHECK(c.direct_bytes() == 0);
-  }
 }
 
 TEST_CASE("two fills of one range fetch it once; an abandoned claim is fetched by the other",
