@@ -112,10 +112,10 @@ void ClairfsSource::Pump(uint32_t node) {
     for (prefetch::FileId f : plan.fetch) {
       k.in_flight++;
       k.waiting.try_emplace(f);
-      Fetch(node, f, &fetched_, [this, node, f] {
+      prefetched_.reads++;
+      Fetch(node, f, &prefetched_, [this, node, f] {
         Node& k = node_[node];
         k.in_flight--;
-        fetched_.reads++;
         k.planner->OnFetched(f, (*bytes_)[f]);  // what it says to drop is no longer counted
         auto it = k.waiting.find(f);
         if (it != k.waiting.end()) {

@@ -24,13 +24,21 @@ constexpr char kUsage[] =
     "  policy and epoch: seconds, stall fraction, bytes by source, staging time,\n"
     "  the shared file system's peak requests in progress.\n";
 
+// docs/simulation.md describes every column; new ones go at the end.
+constexpr char kHeader[] =
+    "policy,epoch,seconds,stall_fraction,steps,ram_bytes,local_bytes,peer_bytes,"
+    "shared_fs_bytes,staging_seconds,peak_shared_fs_requests,prefetches,prefetch_local_bytes,"
+    "prefetch_peer_bytes,prefetch_shared_fs_bytes\n";
+
 void Row(std::ostream& out, const clairfs::sim::PolicyRun& run) {
   for (size_t e = 0; e < run.epochs.size(); ++e) {
     const auto& x = run.epochs[e];
     out << run.policy << ',' << e << ',' << x.seconds << ',' << x.stall_fraction << ',' << x.steps
         << ',' << x.sources.ram_bytes << ',' << x.sources.local_bytes << ',' << x.sources.peer_bytes
         << ',' << x.sources.shared_fs_bytes << ',' << run.staging_seconds << ','
-        << run.peak_shared_fs_requests << '\n';
+        << run.peak_shared_fs_requests << ',' << x.prefetched.reads << ','
+        << x.prefetched.local_bytes << ',' << x.prefetched.peer_bytes << ','
+        << x.prefetched.shared_fs_bytes << '\n';
   }
 }
 
@@ -57,8 +65,7 @@ int main(int argc, char** argv) {
     }
   }
   std::ostream& out = csv_path.empty() ? std::cout : file;
-  out << "policy,epoch,seconds,stall_fraction,steps,ram_bytes,local_bytes,peer_bytes,"
-         "shared_fs_bytes,staging_seconds,peak_shared_fs_requests\n";
+  out << kHeader;
   const auto sizes = clairfs::sim::DatasetSizes(*config);
   for (const std::string& policy : config->policies) {
     std::fprintf(stderr, "clairfs-sim: %s: %u nodes x %u ranks, %zu files, %u epochs...\n",

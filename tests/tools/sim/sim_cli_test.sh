@@ -19,6 +19,14 @@ check "default run: shared-fs row" grep -q '^shared-fs,0,' "$T/default.csv"
 check "default run: fanstore row" grep -q '^fanstore,0,' "$T/default.csv"
 check "default run: nopfs row" grep -q '^nopfs,0,' "$T/default.csv"
 check "default run: clairfs row" grep -q '^clairfs,0,' "$T/default.csv"
+check "default run: the header names the prefetch columns" \
+  grep -q ',prefetches,prefetch_local_bytes,prefetch_peer_bytes,prefetch_shared_fs_bytes$' "$T/default.csv"
+check "default run: every row has as many fields as the header" \
+  test "$(awk -F, '{print NF}' "$T/default.csv" | sort -u)" = "$(head -1 "$T/default.csv" | awk -F, '{print NF}')"
+check "default run: clairfs prefetched something" \
+  awk -F, '$1 == "clairfs" && $12 > 0 {found = 1} END {exit !found}' "$T/default.csv"
+check "default run: shared-fs prefetched nothing" \
+  awk -F, '$1 == "shared-fs" && $12 != 0 {bad = 1} END {exit bad}' "$T/default.csv"
 check "a progress line per policy and one per epoch" test "$(grep -c "^clairfs-sim: " "$T/default.err")" -eq 8
 
 cat >"$T/c.yaml" <<'YAML'
