@@ -28,9 +28,9 @@ constexpr char kUsage[] =
 constexpr char kHeader[] =
     "policy,epoch,seconds,stall_fraction,steps,ram_bytes,local_bytes,peer_bytes,"
     "shared_fs_bytes,staging_seconds,peak_shared_fs_requests,prefetches,prefetch_local_bytes,"
-    "prefetch_peer_bytes,prefetch_shared_fs_bytes\n";
+    "prefetch_peer_bytes,prefetch_shared_fs_bytes,nodes,ranks_per_node\n";
 
-void Row(std::ostream& out, const clairfs::sim::PolicyRun& run) {
+void Row(std::ostream& out, const clairfs::sim::JobSpec& job, const clairfs::sim::PolicyRun& run) {
   for (size_t e = 0; e < run.epochs.size(); ++e) {
     const auto& x = run.epochs[e];
     out << run.policy << ',' << e << ',' << x.seconds << ',' << x.stall_fraction << ',' << x.steps
@@ -38,7 +38,7 @@ void Row(std::ostream& out, const clairfs::sim::PolicyRun& run) {
         << ',' << x.sources.shared_fs_bytes << ',' << run.staging_seconds << ','
         << run.peak_shared_fs_requests << ',' << x.prefetched.reads << ','
         << x.prefetched.local_bytes << ',' << x.prefetched.peer_bytes << ','
-        << x.prefetched.shared_fs_bytes << '\n';
+        << x.prefetched.shared_fs_bytes << ',' << job.nodes << ',' << job.ranks_per_node << '\n';
   }
 }
 
@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "clairfs-sim: %s: %s\n", policy.c_str(), run.status().message().c_str());
       return 1;
     }
-    Row(out, *run);
+    Row(out, config->job, *run);
     out.flush();
   }
   return 0;

@@ -20,7 +20,7 @@ check "default run: fanstore row" grep -q '^fanstore,0,' "$T/default.csv"
 check "default run: nopfs row" grep -q '^nopfs,0,' "$T/default.csv"
 check "default run: clairfs row" grep -q '^clairfs,0,' "$T/default.csv"
 check "default run: the header names the prefetch columns" \
-  grep -q ',prefetches,prefetch_local_bytes,prefetch_peer_bytes,prefetch_shared_fs_bytes$' "$T/default.csv"
+  grep -q ',prefetches,prefetch_local_bytes,prefetch_peer_bytes,prefetch_shared_fs_bytes,' "$T/default.csv"
 check "default run: every row has as many fields as the header" \
   test "$(awk -F, '{print NF}' "$T/default.csv" | sort -u)" = "$(head -1 "$T/default.csv" | awk -F, '{print NF}')"
 check "default run: clairfs prefetched something" \
@@ -38,6 +38,9 @@ YAML
 check "config run exits 0" test $? -eq 0
 check "config run: nothing on stdout" test ! -s "$T/stdout"
 check "config run: 3 epochs of fanstore" test "$(grep -c '^fanstore,' "$T/out.csv")" -eq 3
+check "config run: the header ends in the job's shape" grep -q ',nodes,ranks_per_node$' "$T/out.csv"
+check "config run: every row says 2 nodes x 2 ranks" \
+  test "$(tail -n +2 "$T/out.csv" | awk -F, '{print $(NF-1) "x" $NF}' | sort -u)" = 2x2
 
 printf 'job: {nodes: -1}\npolicies: [nope]\n' >"$T/bad.yaml"
 "$BIN/clairfs-sim" --config "$T/bad.yaml" >/dev/null 2>"$T/bad.err"
