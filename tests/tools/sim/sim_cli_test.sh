@@ -42,6 +42,21 @@ check "config run: the header ends in the job's shape" grep -q ',nodes,ranks_per
 check "config run: every row says 2 nodes x 2 ranks" \
   test "$(tail -n +2 "$T/out.csv" | awk -F, '{print $(NF-1) "x" $NF}' | sort -u)" = 2x2
 
+# A sweep: one invocation, rows for each node count, a progress line per run.
+"$BIN/clairfs-sim" --config "$T/c.yaml" --nodes 1,3,2 --csv "$T/sweep.csv" 2>"$T/sweep.err"
+check "sweep exits 0" test $? -eq 0
+check "sweep: 3 epochs at each of 1, 3, 2 nodes, in that order" \
+  test "$(tail -n +2 "$T/sweep.csv" | awk -F, '{print $(NF-1)}' | uniq | tr '\n' ' ')" = "1 3 2 "
+check "sweep: 9 rows" test "$(tail -n +2 "$T/sweep.csv" | wc -l)" -eq 9
+check "sweep: a progress line per run" \
+  test "$(grep -c '^clairfs-sim: run [1-3] of 3: [1-3] nodes' "$T/sweep.err")" -eq 3
+check "sweep: the policies' lines name the run's nodes" grep -q '^clairfs-sim: fanstore: 3 nodes x 2 ranks' "$T/sweep.err"
+for bad in "" 0 1,,2 1,1 x; do
+  "$BIN/clairfs-sim" --config "$T/c.yaml" --nodes "$bad" >/dev/null 2>"$T/badnodes.err"
+  check "--nodes '$bad' exits 2" test $? -eq 2
+  check "--nodes '$bad' is named" grep -q '^clairfs-sim: --nodes: node counts: ' "$T/badnodes.err"
+done
+
 printf 'job: {nodes: -1}\npolicies: [nope]\n' >"$T/bad.yaml"
 "$BIN/clairfs-sim" --config "$T/bad.yaml" >/dev/null 2>"$T/bad.err"
 check "bad config exits 1" test $? -eq 1

@@ -161,3 +161,28 @@ policies: [clairfs]
   CHECK(run->epochs[0].prefetched.reads > 0);   // those StartEpoch(0) begins are in epoch 0's row
   CHECK(run->epochs[2].prefetched.reads == 0);  // nothing left to fetch
 }
+
+TEST_CASE("a sweep's node counts, and a config at each of them", "[sim]") {
+  auto list = ParseNodeList("1,2,4,4096");
+  REQUIRE(list.ok());
+  CHECK(*list == std::vector<uint32_t>{1, 2, 4, 4096});
+  CHECK(*ParseNodeList("7") == std::vector<uint32_t>{7});
+  for (const std::string bad : {"", "0", "1,,2", "1,2,", "-1", "2x", "1 ,2", "99999999999"}) {
+    INFO("'" << bad << "'");
+    auto r = ParseNodeList(bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().find("is not a count from 1 to") != std::string::npos);
+  }
+  CHECK(ParseNodeList("1,2,1").status().message() == "node counts: 1 given twice");
+
+  auto per_node = ParseSimConfig("job: {nodes: 2}");
+  REQUIRE(per_node.ok());
+  CHECK(per_node->partitions == 8);
+  const SimConfig at8 = AtNodes(*per_node, 8);
+  CHECK(at8.job.nodes == 8);
+  CHECK(at8.partitions == 32);  // still 4 per node
+  auto fixed = ParseSimConfig("job: {nodes: 2}\nfanstore: {partitions: 5}");
+  REQUIRE(fixed.ok());
+  CHECK(AtNodes(*fixed, 8).partitions == 5);  // as given
+  CHECK(AtNodes(*fixed, 8).job.nodes == 8);
+}
