@@ -28,7 +28,7 @@ packages=(
   clang libclang-rt-14-dev clang-format
   slurmctld slurmd slurm-client munge
   python3 python3-numpy python3-torch python3-torchvision python3-pil
-  python3-venv python3-dev
+  python3-venv python3-dev python3-matplotlib
   strace
   lmod
 )

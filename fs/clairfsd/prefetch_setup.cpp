@@ -1,6 +1,8 @@
 #include "fs/clairfsd/prefetch_setup.hpp"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "prefetch/options/sampler_settings.hpp"
 
@@ -205,10 +207,11 @@ Result<PrefetchJob> BuildPrefetchJobOver(const Config& config, const format::Man
         "none of the " + std::to_string(dataset.size()) +
         " files the settings predict is in the dataset (first: " + job.first_missing + ")");
   }
-  job.input.file_size.resize(manifest.node_count());
+  std::vector<uint64_t> sizes(manifest.node_count());
   for (uint32_t n = 0; n < manifest.node_count(); ++n) {
-    job.input.file_size[n] = manifest.IsDirectory(n) ? 0 : manifest.node(n).size;
+    sizes[n] = manifest.IsDirectory(n) ? 0 : manifest.node(n).size;
   }
+  job.input.file_size = pf::ShareSizes(std::move(sizes));
   job.input.order = pf::OrderSourceFromSampler(job.order->sampler());
   // Samplers whose batch order is unknowable put the planner in batch mode.
   job.input.batches = pf::BatchSourceFromSampler(job.order->sampler());

@@ -173,7 +173,7 @@ std::unique_ptr<pf::Planner> ReportedPrefetch::Reactive(const format::Manifest& 
   c.enabled = false;
   c.budget_bytes = budget;
   pf::PlannerInput in;
-  in.file_size = FileSizes(manifest);
+  in.file_size = pf::ShareSizes(FileSizes(manifest));
   // A disabled planner needs only the sizes; it cannot fail on them.
   return std::move(pf::Planner::Create(c, std::move(in), SteadyClock::Instance()).value());
 }
@@ -296,7 +296,7 @@ void ReportedPrefetch::OnSegment() {
   c.read_window = window;
   c.budget_bytes = budget_;
   pf::PlannerInput in;
-  in.file_size = FileSizes(*manifest_);
+  in.file_size = pf::ShareSizes(FileSizes(*manifest_));
   // Segments are reported as manifest nodes: index = file id.
   in.file_of_index.resize(manifest_->node_count());
   std::iota(in.file_of_index.begin(), in.file_of_index.end(), pf::FileId{0});

@@ -38,7 +38,7 @@ Planner::Planner(PlannerConfig config, PlannerInput input, PlannerShape shape, c
       input_(std::move(input)),
       shape_(shape),
       clock_(clock),
-      stream_(shape.ranks, input_.file_size.size()),
+      stream_(shape.ranks, input_.files()),
       resident_(config_.budget_bytes),
       head_(shape.ranks, 0),
       tail_(shape.ranks, 0),
@@ -48,8 +48,8 @@ Planner::Planner(PlannerConfig config, PlannerInput input, PlannerShape shape, c
       deep_cursor_(config_.start_epoch),
       pins_(shape.pin_opens, kNoFile),
       opened_ring_(shape.merge_window, kNoFile),
-      consumed_at_(input_.file_size.size(), kNever),
-      oversize_seen_(input_.file_size.size(), 0) {
+      consumed_at_(input_.files(), kNever),
+      oversize_seen_(input_.files(), 0) {
   stats_.enabled = config_.enabled;
   stats_.budget_bytes = config_.budget_bytes;
   stats_.epoch = config_.start_epoch;
@@ -393,7 +393,7 @@ EpochCounts& Planner::EpochOf(uint64_t t) {
 }
 
 uint64_t Planner::FileSize(FileId f) const {
-  return f < input_.file_size.size() ? input_.file_size[f] : 0;
+  return f < input_.files() ? (*input_.file_size)[f] : 0;
 }
 
 std::vector<std::vector<FileId>> Planner::ToFiles(

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 namespace clairfs::prefetch {
 
@@ -17,6 +18,10 @@ BatchSource BatchSourceFromSampler(const Sampler& sampler) {
   return [s](uint64_t rank, uint64_t epoch) { return s->Batches(rank, epoch); };
 }
 
+std::shared_ptr<const std::vector<uint64_t>> ShareSizes(std::vector<uint64_t> sizes) {
+  return std::make_shared<const std::vector<uint64_t>>(std::move(sizes));
+}
+
 std::vector<uint64_t> BlockLocalRanks(uint64_t node, uint64_t ranks_per_node, uint64_t world_size) {
   std::vector<uint64_t> out;
   for (uint64_t r = node * ranks_per_node; r < (node + 1) * ranks_per_node && r < world_size; ++r) {
@@ -26,7 +31,7 @@ std::vector<uint64_t> BlockLocalRanks(uint64_t node, uint64_t ranks_per_node, ui
 }
 
 Result<PlannerShape> ValidatePlannerConfig(const PlannerConfig& c, const PlannerInput& in) {
-  if (in.file_size.size() >= kNoFile) {
+  if (in.files() >= kNoFile) {
     return Status::InvalidArgument("planner: more file ids than FileId can hold");
   }
   PlannerShape shape;
@@ -43,7 +48,7 @@ Result<PlannerShape> ValidatePlannerConfig(const PlannerConfig& c, const Planner
     return Status::InvalidArgument("planner: deviation_threshold is 0");
   if (!in.order) return Status::InvalidArgument("planner: no order source");
   for (FileId f : in.file_of_index) {
-    if (f != kNoFile && f >= in.file_size.size()) {
+    if (f != kNoFile && f >= in.files()) {
       return Status::InvalidArgument("planner: dataset index maps to file id " + std::to_string(f) +
                                      " beyond the size table");
     }

@@ -5,13 +5,15 @@
 // comment). PlannerInput holds the data: where the per-epoch orders come from
 // (an OrderSource, normally a Sampler's OrderRanks, or a BatchSource when the
 // epochs are sets of batches in unknown order), the dataset index -> file
-// id map and the size of every file id. Value types; thread-compatible. An
-// OrderSource must be callable from any thread (Sampler::OrderRanks is).
+// id map and the size of every file id (a read-only table that many planners
+// may share). Value types; thread-compatible. An OrderSource must be callable
+// from any thread (Sampler::OrderRanks is).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -104,8 +106,17 @@ struct PlannerInput {
   // gives it.
   OrderSource guess;
   std::vector<FileId> file_of_index;  // dataset index -> file id (kNoFile: not served)
-  std::vector<uint64_t> file_size;    // bytes, by file id
+  // Bytes, by file id; null: no file ids. Never written after it is handed
+  // over, so every planner of a process can hold the same table (the
+  // simulator's thousands of nodes: 8 bytes x files once, not per node).
+  std::shared_ptr<const std::vector<uint64_t>> file_size;
+
+  // The file ids the size table covers.
+  uint64_t files() const { return file_size ? file_size->size() : 0; }
 };
+
+// A size table of its own for `sizes`, for PlannerInput::file_size.
+std::shared_ptr<const std::vector<uint64_t>> ShareSizes(std::vector<uint64_t> sizes);
 
 // Values derived from a PlannerConfig once it is valid.
 struct PlannerShape {

@@ -105,7 +105,7 @@ inline std::unique_ptr<pf::Planner> BatchPlanner(const BatchJob& job, std::vecto
   };
   in.file_of_index.resize(job.files + job.extra_files);
   std::iota(in.file_of_index.begin(), in.file_of_index.end(), 0);
-  in.file_size = job.sizes;
+  in.file_size = pf::ShareSizes(job.sizes);
   auto p = pf::Planner::Create(c, in, clock);
   REQUIRE(p.ok());
   REQUIRE(p.value()->batch_mode());
@@ -156,7 +156,7 @@ inline std::unique_ptr<pf::Planner> SmallPlanner(uint64_t budget, const clairfs:
         std::vector<std::vector<pf::Index>>{{0, 1, 2, 3, 4, 5, 6, 7}});
   };
   in.file_of_index = {0, 1, 2, 3, 4, 5, 6, 7};
-  in.file_size.assign(8, 10);
+  in.file_size = pf::ShareSizes(std::vector<uint64_t>(8, 10));
   auto created = pf::Planner::Create(c, in, clock);
   REQUIRE(created.ok());
   REQUIRE((*created)->batch_mode());

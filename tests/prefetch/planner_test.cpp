@@ -20,7 +20,7 @@ pf::PlannerInput FixedOrder(std::vector<uint64_t> order, std::vector<uint64_t> s
         std::vector<std::vector<pf::Index>>(ranks.size(), order));
   };
   for (FileId f = 0; f < sizes.size(); ++f) in.file_of_index.push_back(f);
-  in.file_size = std::move(sizes);
+  in.file_size = pf::ShareSizes(std::move(sizes));
   return in;
 }
 
@@ -180,13 +180,37 @@ TEST_CASE("Empty dataset and one-file dataset", "[unit][planner]") {
   }
 }
 
+TEST_CASE("Planners made from one input share its size table, and a null table is no files",
+          "[unit][planner]") {
+  clairfs::FakeClock clock;
+  std::vector<uint64_t> sizes = {3, 5, 7};
+  pf::PlannerInput in = FixedOrder({2, 0, 1}, sizes);
+  const std::vector<uint64_t>* table = in.file_size.get();
+  std::vector<std::unique_ptr<pf::Planner>> nodes;
+  for (int n = 0; n < 4; ++n) nodes.push_back(Make(OneRank(100), in, clock));
+  CHECK(in.file_size.get() == table);
+  CHECK(in.file_size.use_count() == 5);  // ours and the four planners': no copies
+  pf::FetchPlan plan = nodes[3]->NextFetches(10);
+  CHECK(plan.fetch == Files{2, 0, 1});
+  CHECK(nodes[3]->OnFetched(2, 7).empty());  // its size from the shared table: no overrun
+  nodes.clear();
+  CHECK(in.file_size.use_count() == 1);
+
+  pf::PlannerConfig c;
+  c.enabled = false;
+  c.budget_bytes = 10;
+  auto empty = Make(c, pf::PlannerInput{}, clock);
+  CHECK_FALSE(empty->OnOpen(0).ready);
+  CHECK(empty->Admit(0, 4).admitted);
+}
+
 TEST_CASE("Disabled planner: reactive caching keeps the budget, oldest out first",
           "[unit][planner]") {
   pf::PlannerConfig c;
   c.enabled = false;
   c.budget_bytes = 10;
   pf::PlannerInput in;
-  in.file_size = {4, 4, 4, 20};
+  in.file_size = pf::ShareSizes({4, 4, 4, 20});
   clairfs::FakeClock clock;
   auto p = Make(c, in, clock);
   CHECK(p->NextFetches(10).fetch.empty());

@@ -85,7 +85,7 @@ TEST_CASE("KerasFlow fit with shuffle drives the planner in batch mode", "[unit]
     in.batches = pf::BatchSourceFromSampler(*flow);
     in.file_of_index.resize(16);
     std::iota(in.file_of_index.begin(), in.file_of_index.end(), 0);
-    in.file_size.assign(16, 100);
+    in.file_size = pf::ShareSizes(std::vector<uint64_t>(16, 100));
     clairfs::FakeClock clock;
     auto p = pf::Planner::Create(c, in, clock);
     REQUIRE(p.ok());

@@ -31,7 +31,7 @@ struct Fixture {
     };
     in.file_of_index.resize(sizes.size());
     std::iota(in.file_of_index.begin(), in.file_of_index.end(), 0);
-    in.file_size = sizes;
+    in.file_size = pf::ShareSizes(sizes);
     auto p = pf::Planner::Create(std::move(c), std::move(in), clock);
     REQUIRE(p.ok());
     planner = std::move(p).value();
@@ -72,7 +72,7 @@ pf::PlannerInput LiveInput(std::shared_ptr<uint64_t> known,
   };
   in.file_of_index.resize(40);
   std::iota(in.file_of_index.begin(), in.file_of_index.end(), 0);
-  in.file_size.assign(40, 1);
+  in.file_size = pf::ShareSizes(std::vector<uint64_t>(40, 1));
   return in;
 }
 
@@ -403,7 +403,7 @@ TEST_CASE("A rank's files are fetched as soon as it reports, not when the node's
   };
   in.file_of_index.resize(40);
   std::iota(in.file_of_index.begin(), in.file_of_index.end(), 0);
-  in.file_size.assign(40, 1);
+  in.file_size = pf::ShareSizes(std::vector<uint64_t>(40, 1));
   pf::PlannerConfig c = OneRank(10, 2);
   c.local_ranks = {0, 1};
   clairfs::FakeClock clock;

@@ -39,7 +39,7 @@ struct Tree {
     pf::PlannerInput in;
     in.order = pf::OrderSourceFromSampler(order.sampler());
     for (const std::string& p : order.dataset().paths) in.file_of_index.push_back(manifest.at(p));
-    in.file_size = sizes;
+    in.file_size = pf::ShareSizes(sizes);
     return in;
   }
 

@@ -51,7 +51,7 @@ struct Setup {
     pf::PlannerInput in;
     in.order = pf::OrderSourceFromSampler(sampler);
     for (FileId f = 0; f < n; ++f) in.file_of_index.push_back(f);
-    in.file_size = sizes;
+    in.file_size = pf::ShareSizes(sizes);
     auto p = pf::Planner::Create(c, in, clock);
     REQUIRE(p.ok());
     return std::move(p).value();
@@ -233,7 +233,7 @@ TEST_CASE("Keras >= 3.3: opens anywhere in the read window are tracked", "[unit]
         std::vector<std::vector<pf::Index>>{base});
   };
   for (FileId f = 0; f < n; ++f) in.file_of_index.push_back(f);
-  in.file_size = sizes;
+  in.file_size = pf::ShareSizes(sizes);
   clairfs::FakeClock clock;
   auto planner = std::move(pf::Planner::Create(c, in, clock)).value();
   pf::NodeSimOptions o;

@@ -85,7 +85,7 @@ std::unique_ptr<pf::Planner> PlannerFor(
   pf::PlannerInput in;
   in.order = pf::OrderSourceFromSampler(job.sampler);
   in.file_of_index = job.data.file_of_index;
-  in.file_size = job.data.sizes;
+  in.file_size = pf::ShareSizes(job.data.sizes);
   auto p = pf::Planner::Create(c, in, clock);
   REQUIRE(p.ok());
   return std::move(p).value();
@@ -449,7 +449,7 @@ TEST_CASE("Each epoch's order known only as it starts: only its first opens race
     return out;
   };
   in.file_of_index = job.data.file_of_index;
-  in.file_size = job.data.sizes;
+  in.file_size = pf::ShareSizes(job.data.sizes);
   clairfs::FakeClock clock;
   auto planner = pf::Planner::Create(c, in, clock);
   REQUIRE(planner.ok());

@@ -43,7 +43,9 @@ Result<std::unique_ptr<ClairfsSource>> ClairfsSource::Create(
   input.order = prefetch::OrderSourceFromSampler(sampler);
   input.file_of_index.resize(file_bytes->size());
   std::iota(input.file_of_index.begin(), input.file_of_index.end(), prefetch::FileId{0});
-  input.file_size = *file_bytes;
+  // One size table for every node's planner: Planner::Create copies the
+  // input, and with it only the pointer.
+  input.file_size = prefetch::ShareSizes(*file_bytes);
   const uint64_t world = static_cast<uint64_t>(job.nodes) * job.ranks_per_node;
   for (uint32_t n = 0; n < job.nodes; ++n) {
     prefetch::PlannerConfig c;
@@ -110,10 +112,10 @@ void ClairfsSource::Pump(uint32_t node) {
     for (prefetch::FileId f : plan.fetch) {
       k.in_flight++;
       k.waiting.try_emplace(f);
-      Fetch(node, f, &fetched_, [this, node, f] {
+      prefetched_.reads++;
+      Fetch(node, f, &prefetched_, [this, node, f] {
         Node& k = node_[node];
         k.in_flight--;
-        fetched_.reads++;
         k.planner->OnFetched(f, (*bytes_)[f]);  // what it says to drop is no longer counted
         auto it = k.waiting.find(f);
         if (it != k.waiting.end()) {

@@ -11,6 +11,7 @@
 // fetch or demand read takes the file from the reader's SSD when its
 // partition is homed and staged there, from its home over the link when
 // staged there, else from the shared file system (the real daemon's fallback).
+// The planner's fetches are counted in prefetched().
 // Single-thread (the EventLoop's).
 #pragma once
 
@@ -45,8 +46,6 @@ class ClairfsSource final : public DataSource {
   void Read(uint32_t node, uint64_t file, EventLoop::Fn done) override;
   // Seconds from the job's start until every partition was on its SSD.
   double staging_seconds() const { return staged_at_; }
-  // The prefetchers' fetches (not the job's reads), by where they came from.
-  const SourceCounters& fetched() const { return fetched_; }
 
  private:
   // The simulated time, for the planner's stall accounting.
@@ -84,7 +83,6 @@ class ClairfsSource final : public DataSource {
   std::vector<Node> node_;
   std::vector<uint64_t> partition_bytes_;
   std::vector<char> staged_;  // per partition
-  SourceCounters fetched_;
   uint32_t partitions_left_ = 0;
   double stage_start_ = 0, staged_at_ = 0;
 };

@@ -47,6 +47,8 @@ class JobRun {
 
   void BeginEpoch(uint32_t epoch) {
     epoch_ = epoch;
+    // Before StartEpoch: a policy may start prefetching there.
+    before_prefetched_ = source_->prefetched();
     source_->StartEpoch(epoch);
     std::vector<uint64_t> all(ranks_.size());
     std::iota(all.begin(), all.end(), 0);
@@ -118,6 +120,7 @@ class JobRun {
     e.stall_fraction =
         e.seconds > 0 ? stalled / (e.seconds * static_cast<double>(ranks_.size())) : 0;
     e.sources = Minus(source_->counters(), before_);
+    e.prefetched = Minus(source_->prefetched(), before_prefetched_);
     results_.push_back(e);
     if (on_epoch_) on_epoch_(epoch_, e);
     if (epoch_ + 1 < job_.epochs) BeginEpoch(epoch_ + 1);
@@ -170,7 +173,8 @@ class JobRun {
   uint64_t steps_ = 0, step_ = 0;
   size_t left_ = 0;  // ranks yet to finish the step
   double epoch_start_ = 0;
-  SourceCounters before_;
+  SourceCounters before_;             // the source's counters at the epoch's start
+  SourceCounters before_prefetched_;  // and its prefetches, before its StartEpoch
 };
 
 }  // namespace

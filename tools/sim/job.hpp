@@ -46,10 +46,16 @@ class DataSource {
   // A worker of a rank on `node` reads dataset file `file` whole; `done`
   // runs once it has the bytes.
   virtual void Read(uint32_t node, uint64_t file, EventLoop::Fn done) = 0;
+  // The job's reads, by where each was served from.
   const SourceCounters& counters() const { return counters_; }
+  // What the policy read on its own ahead of the job's reads (clairfs's
+  // prefetchers; staging not included), by where it came from, counted as
+  // each read starts. Zero for a policy that does not prefetch.
+  const SourceCounters& prefetched() const { return prefetched_; }
 
  protected:
   SourceCounters counters_;
+  SourceCounters prefetched_;
 };
 
 struct EpochResult {
@@ -57,6 +63,9 @@ struct EpochResult {
   double stall_fraction = 0;  // of the ranks' time, waiting for a batch
   uint64_t steps = 0;
   SourceCounters sources;  // what this epoch read, by source
+  // What the policy prefetched from the epoch's StartEpoch to its end, by
+  // source: over the epochs, every prefetch once.
+  SourceCounters prefetched;
 };
 
 // Called as each epoch ends (its number from 0), for progress lines.

@@ -14,6 +14,7 @@ NopfsSource::NopfsSource(EventLoop* loop, SharedDevice* shared_fs,
     : loop_(loop), fs_(shared_fs), bytes_(file_bytes), spec_(spec) {
   tier_.assign(nodes, std::vector<Tier>(file_bytes->size(), Tier::kNone));
   held_.assign(nodes, std::vector<char>(file_bytes->size(), 0));
+  holders_.assign(file_bytes->size(), {kNobody, kNobody});
   for (uint32_t n = 0; n < nodes; ++n) {
     ssd_.push_back(std::make_unique<SharedDevice>(loop, spec.node.ssd));
     link_.push_back(std::make_unique<SharedDevice>(loop, spec.node.link));
@@ -65,10 +66,22 @@ Result<std::unique_ptr<NopfsSource>> NopfsSource::Create(EventLoop* loop, Shared
 }
 
 int NopfsSource::Holder(uint32_t node, uint64_t file) const {
-  for (uint32_t n = 0; n < held_.size(); ++n) {
-    if (n != node && held_[n][file]) return static_cast<int>(n);
+  const auto& [first, second] = holders_[file];
+  const uint32_t n = first != node ? first : second;
+  return n == kNobody ? -1 : static_cast<int>(n);
+}
+
+void NopfsSource::Hold(uint32_t node, uint64_t file) {
+  // A node keeps a file once (nothing is evicted): an insertion into the two
+  // lowest, kNobody sorting last.
+  held_[node][file] = 1;
+  auto& [first, second] = holders_[file];
+  if (node < first) {
+    second = first;
+    first = node;
+  } else if (node < second && node != first) {
+    second = node;
   }
-  return -1;
 }
 
 void NopfsSource::Read(uint32_t node, uint64_t file, EventLoop::Fn done) {
@@ -87,7 +100,7 @@ void NopfsSource::Read(uint32_t node, uint64_t file, EventLoop::Fn done) {
   }
   // First read here: from the cheapest holder, kept if this node's tiers take it.
   auto keep = [this, node, file, tier, done = std::move(done)]() mutable {
-    if (tier != Tier::kNone) held_[node][file] = 1;
+    if (tier != Tier::kNone && !held_[node][file]) Hold(node, file);
     done();
   };
   const int from = Holder(node, file);

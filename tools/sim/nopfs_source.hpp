@@ -10,6 +10,7 @@
 // reads ahead as in every policy). Single-thread.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -40,12 +41,15 @@ class NopfsSource final : public DataSource {
   enum class Tier : uint8_t { kNone, kRam, kSsd };
   // Where `node` keeps `file` (whether it holds it yet or not).
   Tier TierOf(uint32_t node, uint64_t file) const { return tier_[node][file]; }
+  // A node that holds `file` now, other than `node` (the lowest numbered):
+  // where a first read of it on `node` comes from; -1 if none. O(1).
+  int Holder(uint32_t node, uint64_t file) const;
 
  private:
   NopfsSource(EventLoop* loop, SharedDevice* shared_fs, const std::vector<uint64_t>* file_bytes,
               const NopfsSpec& spec, uint32_t nodes);
-  // A node that holds `file` now, other than `node`; -1 if none.
-  int Holder(uint32_t node, uint64_t file) const;
+  // `node` now holds `file`.
+  void Hold(uint32_t node, uint64_t file);
 
   EventLoop* loop_;
   SharedDevice* fs_;
@@ -53,6 +57,10 @@ class NopfsSource final : public DataSource {
   NopfsSpec spec_;
   std::vector<std::vector<Tier>> tier_;  // by node, file: where it is kept
   std::vector<std::vector<char>> held_;  // by node, file: there now
+  // By file: the two lowest numbered nodes that hold it (kNobody: fewer
+  // hold it). Holder needs no more: whichever of them is not the reader.
+  static constexpr uint32_t kNobody = UINT32_MAX;
+  std::vector<std::array<uint32_t, 2>> holders_;
   std::vector<std::unique_ptr<SharedDevice>> ssd_, link_;
 };
 

@@ -3,10 +3,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <sstream>
+#include <string>
 
 #include "base/size.hpp"
 
@@ -107,10 +109,7 @@ Result<SimConfig> ParseSimConfig(const std::string& yaml) {
     return Status::InvalidArgument(std::string("not YAML: ") + e.what());
   }
   SimConfig c;
-  if (!root || root.IsNull()) {
-    c.partitions = 4 * c.job.nodes;
-    return c;
-  }
+  if (!root || root.IsNull()) return AtNodes(c, c.job.nodes);
   if (!root.IsMap()) return Status::InvalidArgument("a map of sections is expected");
   std::vector<std::string> problems;
   Reader r(&problems);
@@ -173,8 +172,37 @@ Result<SimConfig> ParseSimConfig(const std::string& yaml) {
     for (const auto& p : problems) all += (all.empty() ? "" : "\n") + p;
     return Status::InvalidArgument(all);
   }
-  if (c.partitions == 0) c.partitions = 4 * c.job.nodes;
-  return c;
+  c.partitions_per_node = c.partitions == 0;
+  return AtNodes(c, c.job.nodes);
+}
+
+SimConfig AtNodes(SimConfig config, uint32_t nodes) {
+  config.job.nodes = nodes;
+  // Saturates rather than wraps for a node count no run would reach.
+  if (config.partitions_per_node)
+    config.partitions = nodes > UINT32_MAX / 4 ? UINT32_MAX : 4 * nodes;
+  return config;
+}
+
+Result<std::vector<uint32_t>> ParseNodeList(const std::string& text) {
+  std::vector<uint32_t> out;
+  size_t at = 0;
+  for (;;) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    if (item.empty() || item.size() > 9 || !std::all_of(item.begin(), item.end(), ::isdigit) ||
+        std::stoul(item) < 1 || std::stoul(item) > kMaxSweepNodes) {
+      return Status::InvalidArgument("node counts: '" + item + "' is not a count from 1 to " +
+                                     std::to_string(kMaxSweepNodes) + " (as in 1,2,4,8)");
+    }
+    const auto n = static_cast<uint32_t>(std::stoul(item));
+    if (std::find(out.begin(), out.end(), n) != out.end()) {
+      return Status::InvalidArgument("node counts: " + item + " given twice");
+    }
+    out.push_back(n);
+    if (comma == text.size()) return out;
+    at = comma + 1;
+  }
 }
 
 Result<SimConfig> LoadSimConfig(const std::string& path) {

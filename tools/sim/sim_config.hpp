@@ -29,7 +29,10 @@ struct SimConfig {
   DeviceSpec shared_fs{.bandwidth = 100e6, .iops = 500, .latency = 0.001};
   NodeSpec node{.ssd = {.bandwidth = 2e9, .iops = 100000},
                 .link = {.bandwidth = 10e9, .latency = 5e-6}};
-  uint32_t partitions = 0;               // FanStore's and clairfs's; 0: 4 per node
+  uint32_t partitions = 0;  // FanStore's and clairfs's; 0: 4 per node
+  // fanstore.partitions was not given (or 0): `partitions` is 4 per node,
+  // and follows the node count in a sweep (AtNodes).
+  bool partitions_per_node = true;
   uint64_t ram = 16ull << 30;            // clairfs, NoPFS: each node's RAM for data
   uint64_t ssd_capacity = 256ull << 30;  // NoPFS: each node's SSD tier
   uint32_t fetch_slots = 8;              // clairfs: a node's fetches in flight at once
@@ -40,6 +43,15 @@ struct SimConfig {
 // line of the InvalidArgument's message.
 Result<SimConfig> LoadSimConfig(const std::string& path);
 Result<SimConfig> ParseSimConfig(const std::string& yaml);
+
+// `config` with `nodes` nodes (a sweep's run): the partitions follow when
+// they were 4 per node.
+SimConfig AtNodes(SimConfig config, uint32_t nodes);
+
+// A sweep's node counts, "1,2,4,8": each a decimal integer from 1 to
+// kMaxSweepNodes, none twice. InvalidArgument naming the first bad one.
+inline constexpr uint32_t kMaxSweepNodes = 1u << 24;
+Result<std::vector<uint32_t>> ParseNodeList(const std::string& text);
 
 // The policies clairfs-sim knows, in the order it runs them.
 const std::vector<std::string>& KnownPolicies();

@@ -131,3 +131,36 @@ TEST_CASE("NoPFS: a file another node holds comes from there, not the shared fil
   CHECK((*r)[0].sources.shared_fs_bytes == 250);
   CHECK((*r)[0].sources.peer_bytes == 50);
 }
+
+TEST_CASE("NoPFS: a first read comes from the lowest numbered other node that holds the file",
+          "[sim]") {
+  // One rank per node, one file a step. File 0 is read by every node (node
+  // 0 first); file 1 by node 3 at step 0, then by node 1 at step 3; file 2
+  // by node 0 alone; file 12 by nobody.
+  EventLoop loop;
+  const std::vector<uint64_t> bytes(13, 100);
+  SharedDevice fs(&loop, DeviceSpec{.bandwidth = 1e6});
+  FixedOrder order(13, {{0, 2, 3, 4}, {5, 0, 6, 1}, {7, 8, 9, 0}, {1, 0, 10, 11}});
+  JobSpec job{
+      .nodes = 4, .batch_size = 1, .compute_seconds = 0.1, .workers = 1, .prefetch_factor = 1};
+  auto nopfs = NopfsSource::Create(
+      &loop, &fs, &bytes, order, job,
+      NopfsSpec{.ram_bytes = 1000,
+                .ssd_bytes = 0,
+                .node = {.ssd = {.bandwidth = 1e6}, .link = {.bandwidth = 1e6}}});
+  REQUIRE(nopfs.ok());
+  const NopfsSource& s = **nopfs;
+  CHECK(s.Holder(0, 1) == -1);
+  REQUIRE(RunJob(&loop, job, order, nopfs->get()).ok());
+  CHECK(s.Holder(0, 0) == 1);
+  CHECK(s.Holder(1, 0) == 0);
+  CHECK(s.Holder(2, 0) == 0);
+  CHECK(s.Holder(3, 0) == 0);
+  CHECK(s.Holder(0, 1) == 1);
+  CHECK(s.Holder(1, 1) == 3);
+  CHECK(s.Holder(2, 1) == 1);
+  CHECK(s.Holder(3, 1) == 1);
+  CHECK(s.Holder(0, 2) == -1);
+  CHECK(s.Holder(3, 2) == 0);
+  for (uint32_t n = 0; n < 4; ++n) CHECK(s.Holder(n, 12) == -1);
+}
