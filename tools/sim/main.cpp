@@ -47,14 +47,20 @@ void Row(std::ostream& out, const clairfs::sim::JobSpec& job, const clairfs::sim
   }
 }
 
+// "1 node", "2 nodes": the progress lines' counts.
+std::string Count(uint64_t n, const char* what) {
+  return std::to_string(n) + ' ' + what + (n == 1 ? "" : "s");
+}
+
 // Runs every policy of `config`, a row per policy and epoch to `out`; false
 // (the reason on stderr) when a run fails.
 bool RunPolicies(const clairfs::sim::SimConfig& config, const std::vector<uint64_t>& sizes,
                  std::ostream& out) {
   for (const std::string& policy : config.policies) {
-    std::fprintf(stderr, "clairfs-sim: %s: %u nodes x %u ranks, %zu files, %u epochs...\n",
-                 policy.c_str(), config.job.nodes, config.job.ranks_per_node, sizes.size(),
-                 config.job.epochs);
+    std::fprintf(stderr, "clairfs-sim: %s: %s x %s, %s, %s...\n", policy.c_str(),
+                 Count(config.job.nodes, "node").c_str(),
+                 Count(config.job.ranks_per_node, "rank").c_str(),
+                 Count(sizes.size(), "file").c_str(), Count(config.job.epochs, "epoch").c_str());
     const auto started = std::chrono::steady_clock::now();
     auto run = clairfs::sim::RunPolicy(
         config, policy, sizes, [&](uint32_t epoch, const clairfs::sim::EpochResult& e) {
@@ -113,8 +119,8 @@ int main(int argc, char** argv) {
   const auto started = std::chrono::steady_clock::now();
   for (size_t i = 0; i < sweep.size(); ++i) {
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
-    std::fprintf(stderr, "clairfs-sim: run %zu of %zu: %u nodes (%.1f s so far)\n", i + 1,
-                 sweep.size(), sweep[i], took.count());
+    std::fprintf(stderr, "clairfs-sim: run %zu of %zu: %s (%.1f s so far)\n", i + 1, sweep.size(),
+                 Count(sweep[i], "node").c_str(), took.count());
     if (!RunPolicies(clairfs::sim::AtNodes(*config, sweep[i]), sizes, out)) return 1;
   }
   return 0;

@@ -49,7 +49,9 @@ check "sweep: 3 epochs at each of 1, 3, 2 nodes, in that order" \
   test "$(tail -n +2 "$T/sweep.csv" | awk -F, '{print $(NF-1)}' | uniq | tr '\n' ' ')" = "1 3 2 "
 check "sweep: 9 rows" test "$(tail -n +2 "$T/sweep.csv" | wc -l)" -eq 9
 check "sweep: a progress line per run" \
-  test "$(grep -c '^clairfs-sim: run [1-3] of 3: [1-3] nodes' "$T/sweep.err")" -eq 3
+  test "$(grep -c '^clairfs-sim: run [1-3] of 3: [1-3] nodes\? ' "$T/sweep.err")" -eq 3
+check "sweep: one node is \"1 node\"" grep -q '^clairfs-sim: run 1 of 3: 1 node (' "$T/sweep.err"
+check "sweep: the one-node run's policy line" grep -q '^clairfs-sim: fanstore: 1 node x 2 ranks, 500 files, 3 epochs\.\.\.$' "$T/sweep.err"
 check "sweep: the policies' lines name the run's nodes" grep -q '^clairfs-sim: fanstore: 3 nodes x 2 ranks' "$T/sweep.err"
 for bad in "" 0 1,,2 1,1 x; do
   "$BIN/clairfs-sim" --config "$T/c.yaml" --nodes "$bad" >/dev/null 2>"$T/badnodes.err"
