@@ -29,6 +29,8 @@ struct JobSpec {
   uint32_t workers = 2;          // per rank; at least 1
   uint32_t prefetch_factor = 2;  // batches per worker asked for ahead; at least 1
   bool drop_last = false;        // the loader's: drop a last, partial batch
+  double file_seconds = 0;       // a worker's own time per file once its bytes are in (decoding)
+  uint32_t reads_per_file = 1;   // the loader's read calls per file (on the shared file system)
 };
 
 // Where the loader workers' reads go: one policy (the shared file system

@@ -122,7 +122,9 @@ Result<SimConfig> ParseSimConfig(const std::string& yaml) {
              {"epochs", Count(&j.epochs, 1u)},
              {"workers", Count(&j.workers, 1u)},
              {"prefetch_factor", Count(&j.prefetch_factor, 1u)},
-             {"drop_last", Flag(&j.drop_last)}});
+             {"drop_last", Flag(&j.drop_last)},
+             {"file_seconds", Seconds(&j.file_seconds, 1)},
+             {"reads_per_file", Count(&j.reads_per_file, 1u)}});
   r.Section(root, "dataset",
             {{"files", Count<uint64_t>(&c.files, 1)},
              {"file_size", Size(&c.file_size)},

@@ -40,7 +40,7 @@ Result<PolicyRun> RunPolicy(const SimConfig& config, const std::string& policy,
   FanStoreSource* fanstore = nullptr;
   ClairfsSource* clairfs = nullptr;
   if (policy == "shared-fs") {
-    source = std::make_unique<SharedFsSource>(&shared_fs, &file_bytes);
+    source = std::make_unique<SharedFsSource>(&shared_fs, &file_bytes, job.reads_per_file);
   } else if (policy == "fanstore") {
     auto f = std::make_unique<FanStoreSource>(&loop, &shared_fs, &file_bytes, job.nodes,
                                               config.partitions, config.node);

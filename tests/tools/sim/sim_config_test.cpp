@@ -13,7 +13,8 @@ using namespace clairfs::sim;
 
 TEST_CASE("a config sets what it names and keeps the defaults of the rest", "[sim]") {
   auto c = ParseSimConfig(R"(
-job: {nodes: 4, ranks_per_node: 2, batch_size: 16, compute_seconds: 0.25, epochs: 3}
+job: {nodes: 4, ranks_per_node: 2, batch_size: 16, compute_seconds: 0.25, epochs: 3,
+      file_seconds: 0.003, reads_per_file: 4}
 dataset: {files: 1000, file_size: 64K, file_size_stdev: 8K, seed: 3}
 shared_fs: {bandwidth: 1G, iops: 2000, open_latency_ms: 0.5}
 node: {ssd_bandwidth: 500M, link_latency_us: 2}
@@ -24,6 +25,10 @@ policies: [fanstore]
   CHECK(c->job.ranks_per_node == 2);
   CHECK(c->job.compute_seconds == Approx(0.25));
   CHECK(c->job.workers == 2);  // the default
+  CHECK(c->job.file_seconds == Approx(0.003));
+  CHECK(c->job.reads_per_file == 4);
+  CHECK(ParseSimConfig("")->job.reads_per_file == 1);
+  CHECK(ParseSimConfig("")->job.file_seconds == 0);
   CHECK(c->file_size == 64 << 10);
   CHECK(c->shared_fs.bandwidth == Approx(1 << 30));
   CHECK(c->shared_fs.latency == Approx(0.0005));
@@ -41,16 +46,18 @@ policies: [fanstore]
 
 TEST_CASE("every problem of a config is named at once", "[sim]") {
   auto c = ParseSimConfig(R"(
-job: {nodes: 0, epochs: two, speed: 3}
+job: {nodes: 0, epochs: two, speed: 3, reads_per_file: 0, file_seconds: -1}
 shared_fs: {bandwidth: fast}
 policies: [fanstore, magic]
 extra: 1
 )");
   REQUIRE_FALSE(c.ok());
   const std::string m = c.status().message();
-  for (const char* want : {"job.nodes: bad value '0'", "job.epochs: bad value 'two'",
-                           "job.speed: unknown key", "shared_fs.bandwidth: bad value 'fast'",
-                           "unknown policy 'magic'", "extra: unknown section"}) {
+  for (const char* want :
+       {"job.nodes: bad value '0'", "job.epochs: bad value 'two'", "job.speed: unknown key",
+        "job.reads_per_file: bad value '0'", "job.file_seconds: bad value '-1'",
+        "shared_fs.bandwidth: bad value 'fast'", "unknown policy 'magic'",
+        "extra: unknown section"}) {
     INFO(want);
     CHECK(m.find(want) != std::string::npos);
   }

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <numeric>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "prefetch/order/sequential_sampler.hpp"
@@ -150,6 +151,29 @@ TEST_CASE("every epoch reads each file the real sampler gives, its bytes counted
     all += want;
   }
   CHECK(fs.counters().bytes == all);
+}
+
+TEST_CASE("a file is reads_per_file requests one after another, then file_seconds of decoding",
+          "[sim]") {
+  const std::vector<uint64_t> bytes(10, 1000);
+  prefetch::SequentialSampler sampler(10);
+  // One worker, one batch ahead, no compute: the files one after another. An
+  // IOPS-bound device: a request of any size takes 0.01 s.
+  JobSpec job{.batch_size = 1, .compute_seconds = 0, .workers = 1, .prefetch_factor = 1};
+  for (const auto& [reads, decode, want] :
+       {std::tuple{1u, 0.0, 0.1}, std::tuple{4u, 0.0, 0.4}, std::tuple{4u, 0.05, 0.9}}) {
+    INFO(reads << " reads, " << decode << " s decoding a file");
+    EventLoop loop;
+    SharedDevice fs(&loop, DeviceSpec{.iops = 100});
+    SharedFsSource source(&fs, &bytes, reads);
+    job.file_seconds = decode;
+    auto r = RunJob(&loop, job, sampler, &source);
+    REQUIRE(r.ok());
+    CHECK((*r)[0].seconds == Approx(want));
+    CHECK(fs.counters().requests == 10 * reads);
+    CHECK(fs.counters().bytes == 10000);  // split, not multiplied
+    CHECK((*r)[0].sources.shared_fs_bytes == 10000);
+  }
 }
 
 TEST_CASE("a job the order does not fit is refused", "[sim]") {
