@@ -23,9 +23,15 @@ ClairfsSource::ClairfsSource(EventLoop* loop, SharedDevice* shared_fs,
       node_(nodes) {
   spec_.partitions = std::max(spec_.partitions, 1u);
   spec_.fetch_slots = std::max(spec_.fetch_slots, 1u);
-  partition_bytes_.assign(spec_.partitions, 0);
-  for (uint64_t f = 0; f < bytes_->size(); ++f) partition_bytes_[PartitionOf(f)] += (*bytes_)[f];
-  staged_.assign(spec_.partitions, 0);
+  // Partitions are runs of consecutive files: where each begins.
+  const uint64_t files = bytes_->size();
+  partition_first_.assign(spec_.partitions + 1, files);
+  uint32_t next = 0;
+  for (uint64_t f = 0; f < files; ++f) {
+    for (const uint32_t p = PartitionOf(f); next <= p; ++next) partition_first_[next] = f;
+  }
+  state_.assign(files, kNotStaged);
+  files_left_ = files;
   for (Node& n : node_) {
     n.ssd = std::make_unique<SharedDevice>(loop, spec.node.ssd);
     n.link = std::make_unique<SharedDevice>(loop, spec.node.link);
@@ -68,31 +74,113 @@ uint32_t ClairfsSource::PartitionOf(uint64_t file) const {
 
 void ClairfsSource::StartEpoch(uint32_t epoch) {
   if (epoch != 0) return;
-  partitions_left_ = spec_.partitions;
   stage_start_ = loop_->now();
-  for (uint32_t n = 0; n < nodes_; ++n) StageNext(n, n);
+  for (uint32_t p = 0; p < spec_.partitions; ++p) node_[p % nodes_].to_stage.push_back(p);
+  for (uint32_t n = 0; n < nodes_; ++n) StageNext(n);
   for (uint32_t n = 0; n < nodes_; ++n) Pump(n);
 }
 
-void ClairfsSource::StageNext(uint32_t node, uint32_t partition) {
-  if (partition >= spec_.partitions) return;
-  const uint64_t n = partition_bytes_[partition];
-  fs_->Transfer(n, [this, node, partition, n] {
-    node_[node].ssd->Transfer(n, [this, node, partition] {
-      staged_[partition] = 1;
-      if (--partitions_left_ == 0) staged_at_ = loop_->now() - stage_start_;
-      StageNext(node, partition + nodes_);
+void ClairfsSource::StageNext(uint32_t node) {
+  Node& k = node_[node];
+  if (k.chunk_in_flight || k.stage_paused) return;
+  if (k.source_reads > 0) {  // resumed when the last of them ends
+    k.stage_paused = true;
+    return;
+  }
+  const double resume = k.last_source_read + spec_.stage_yield;
+  if (loop_->now() < resume) {
+    k.stage_paused = true;
+    loop_->After(resume - loop_->now(), [this, node] {
+      node_[node].stage_paused = false;
+      StageNext(node);
     });
+    return;
+  }
+  // The next file of the front partition not on the SSD yet.
+  uint64_t end = 0;
+  while (!k.to_stage.empty()) {
+    const uint32_t p = k.to_stage.front();
+    end = partition_first_[p + 1];
+    k.stage_cursor = std::max(k.stage_cursor, partition_first_[p]);
+    while (k.stage_cursor < end && state_[k.stage_cursor] != kNotStaged) ++k.stage_cursor;
+    if (k.stage_cursor < end) break;
+    k.to_stage.pop_front();
+    k.stage_cursor = 0;
+  }
+  if (k.to_stage.empty()) return;
+  // A chunk: the consecutive files from there that are not on the SSD, up
+  // to stage_chunk bytes (at least one file).
+  std::vector<uint64_t> chunk;
+  uint64_t bytes = 0;
+  for (uint64_t f = k.stage_cursor; f < end && state_[f] == kNotStaged; ++f) {
+    if (!chunk.empty() && bytes + (*bytes_)[f] > spec_.stage_chunk) break;
+    chunk.push_back(f);
+    bytes += (*bytes_)[f];
+    state_[f] = kStaging;
+  }
+  k.stage_cursor = chunk.back() + 1;
+  k.chunk_in_flight = true;
+  fs_->Transfer(bytes, [this, node, bytes, chunk = std::move(chunk)]() mutable {
+    node_[node].ssd->Transfer(bytes, [this, node, chunk = std::move(chunk)] {
+      for (uint64_t f : chunk) Landed(f);
+      node_[node].chunk_in_flight = false;
+      StageNext(node);
+    });
+  });
+}
+
+void ClairfsSource::Landed(uint64_t file) {
+  if (state_[file] == kOnSsd) return;
+  state_[file] = kOnSsd;
+  if (--files_left_ == 0) staged_at_ = loop_->now() - stage_start_;
+  auto it = landing_.find(file);
+  if (it == landing_.end()) return;
+  for (auto& read : it->second) loop_->After(0, std::move(read));
+  landing_.erase(it);
+}
+
+void ClairfsSource::ReadThroughHome(uint32_t node, uint64_t file, SourceCounters* count,
+                                    EventLoop::Fn done) {
+  const uint64_t n = (*bytes_)[file];
+  const uint32_t home = HomeOf(file);
+  const uint32_t partition = PartitionOf(file);
+  Node& h = node_[home];
+  count->shared_fs_bytes += n;
+  state_[file] = kStaging;  // other reads of it wait for these bytes
+  h.source_reads++;
+  // Needed before its turn: the home stages this partition next.
+  auto it = std::find(h.to_stage.begin(), h.to_stage.end(), partition);
+  if (it != h.to_stage.end() && it != h.to_stage.begin()) {
+    h.to_stage.erase(it);
+    h.to_stage.push_front(partition);
+    h.stage_cursor = 0;
+  }
+  fs_->Transfer(n, [this, node, file, n, home, done = std::move(done)]() mutable {
+    Node& h = node_[home];
+    h.source_reads--;
+    h.last_source_read = loop_->now();
+    if (h.source_reads == 0 && h.stage_paused) {
+      loop_->After(spec_.stage_yield, [this, home] {
+        node_[home].stage_paused = false;
+        StageNext(home);
+      });
+    }
+    h.ssd->Transfer(n, [] {});  // the home's copy is written as the bytes pass
+    Landed(file);
+    if (node == home) return done();
+    h.link->Transfer(n, std::move(done));
   });
 }
 
 void ClairfsSource::Fetch(uint32_t node, uint64_t file, SourceCounters* count, EventLoop::Fn done) {
   const uint64_t n = (*bytes_)[file];
-  const uint32_t partition = PartitionOf(file);
-  const uint32_t home = partition % nodes_;
-  if (!staged_[partition]) {
-    count->shared_fs_bytes += n;
-    fs_->Transfer(n, std::move(done));
+  const uint32_t home = HomeOf(file);
+  if (state_[file] == kNotStaged) {
+    ReadThroughHome(node, file, count, std::move(done));
+  } else if (state_[file] == kStaging) {  // its bytes are on their way to the home's SSD
+    landing_[file].push_back([this, node, file, count, done = std::move(done)]() mutable {
+      Fetch(node, file, count, std::move(done));
+    });
   } else if (home == node) {
     count->local_bytes += n;
     node_[node].ssd->Transfer(n, std::move(done));

@@ -4,18 +4,22 @@
 // a file the planner holds is served from RAM (the page cache) at no cost, a
 // fetch under way is waited for, anything else is read on demand.
 //
-// Placement and staging, simplified for now: FanStore's contiguous
-// partitions, partition p homed on node p mod N; from the job's start each
-// node copies its partitions to its SSD one after another in partition order
-// (all nodes at once, from the shared file system) while the job runs. A
-// fetch or demand read takes the file from the reader's SSD when its
-// partition is homed and staged there, from its home over the link when
-// staged there, else from the shared file system (the real daemon's fallback).
-// The planner's fetches are counted in prefetched().
+// Placement, simplified for now: FanStore's contiguous partitions, partition
+// p homed on node p mod N. Staging as the daemon does it (issue #28): from the
+// job's start each node copies its partitions to its SSD in chunks of
+// consecutive files (all nodes at once, from the shared file system), a
+// partition a read needed first going next; a file not on its home's SSD yet
+// is read from the shared file system by its home (over the home's link to
+// another reader) and lands on the SSD as it passes, so staging skips it; a
+// file in a chunk under way waits for the chunk. A node's staging pauses
+// while reads of its partitions are at the shared file system, and
+// `stage_yield` seconds after the last. So every byte is read from the shared
+// file system once. The planner's fetches are counted in prefetched().
 // Single-thread (the EventLoop's).
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -30,8 +34,10 @@ namespace clairfs::sim {
 
 struct ClairfsSpec {
   uint32_t partitions = 1;
-  uint64_t ram_bytes = 16ull << 30;  // each node's planner budget
-  uint32_t fetch_slots = 8;          // a node's fetches in flight at once
+  uint64_t ram_bytes = 16ull << 30;   // each node's planner budget
+  uint32_t fetch_slots = 8;           // a node's fetches in flight at once
+  uint64_t stage_chunk = 4ull << 20;  // bytes of consecutive files a staging read takes at most
+  double stage_yield = 0.005;         // staging's pause after a node's last read of its partitions
   NodeSpec node;
 };
 
@@ -63,11 +69,27 @@ class ClairfsSource final : public DataSource {
     uint32_t in_flight = 0;
     // Per file being fetched: the opens waiting for it.
     std::unordered_map<uint64_t, std::vector<EventLoop::Fn>> waiting;
+    // Staging: this node's partitions not yet done, the next first, and the
+    // next file to look at in it.
+    std::deque<uint32_t> to_stage;
+    uint64_t stage_cursor = 0;
+    bool chunk_in_flight = false;
+    bool stage_paused = false;         // waiting for the reads below to end
+    uint32_t source_reads = 0;         // reads of this node's partitions at the shared file system
+    double last_source_read = -1e300;  // none yet
   };
+  enum FileState : char { kNotStaged = 0, kStaging = 1, kOnSsd = 2 };
   ClairfsSource(EventLoop* loop, SharedDevice* shared_fs, const std::vector<uint64_t>* file_bytes,
                 const ClairfsSpec& spec, uint32_t nodes);
   uint32_t PartitionOf(uint64_t file) const;
-  void StageNext(uint32_t node, uint32_t partition);
+  uint32_t HomeOf(uint64_t file) const { return PartitionOf(file) % nodes_; }
+  // Stages `node`'s next chunk, unless one is under way, reads of its
+  // partitions are (it pauses), or all is staged.
+  void StageNext(uint32_t node);
+  // `file` is on its home's SSD (staged, or passed through by a read).
+  void Landed(uint64_t file);
+  // Reads `file` from the shared file system by its home, for `node`.
+  void ReadThroughHome(uint32_t node, uint64_t file, SourceCounters* count, EventLoop::Fn done);
   // Moves `file`'s bytes to `node` from wherever they are, counting them
   // in *count by where they came from.
   void Fetch(uint32_t node, uint64_t file, SourceCounters* count, EventLoop::Fn done);
@@ -81,9 +103,11 @@ class ClairfsSource final : public DataSource {
   uint32_t nodes_;
   LoopClock clock_;
   std::vector<Node> node_;
-  std::vector<uint64_t> partition_bytes_;
-  std::vector<char> staged_;  // per partition
-  uint32_t partitions_left_ = 0;
+  std::vector<uint64_t> partition_first_;  // per partition, and the file count after the last
+  std::vector<char> state_;                // per file: a FileState
+  // Per file in kStaging: the reads waiting for it to land.
+  std::unordered_map<uint64_t, std::vector<EventLoop::Fn>> landing_;
+  uint64_t files_left_ = 0;  // not on their home's SSD yet
   double stage_start_ = 0, staged_at_ = 0;
 };
 

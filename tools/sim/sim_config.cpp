@@ -145,7 +145,10 @@ Result<SimConfig> ParseSimConfig(const std::string& yaml) {
              {"ram", Size(&c.ram)},
              {"ssd_capacity", Size(&c.ssd_capacity)}});
   r.Section(root, "fanstore", {{"partitions", Count(&c.partitions, 0u)}});
-  r.Section(root, "clairfs", {{"fetch_slots", Count(&c.fetch_slots, 1u)}});
+  r.Section(root, "clairfs",
+            {{"fetch_slots", Count(&c.fetch_slots, 1u)},
+             {"stage_chunk", Size(&c.stage_chunk)},
+             {"stage_yield_ms", Seconds(&c.stage_yield, 1e-3)}});
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
     if (key == "policies") {

@@ -36,6 +36,8 @@ struct SimConfig {
   uint64_t ram = 16ull << 30;            // clairfs, NoPFS: each node's RAM for data
   uint64_t ssd_capacity = 256ull << 30;  // NoPFS: each node's SSD tier
   uint32_t fetch_slots = 8;              // clairfs: a node's fetches in flight at once
+  uint64_t stage_chunk = 4ull << 20;     // clairfs: bytes a staging read takes at most
+  double stage_yield = 0.005;            // clairfs: staging's pause after a read of its packs
   std::vector<std::string> policies{"shared-fs", "fanstore", "nopfs", "clairfs"};
 };
 

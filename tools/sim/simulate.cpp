@@ -55,6 +55,8 @@ Result<PolicyRun> RunPolicy(const SimConfig& config, const std::string& policy,
     ClairfsSpec spec{.partitions = config.partitions,
                      .ram_bytes = config.ram,
                      .fetch_slots = config.fetch_slots,
+                     .stage_chunk = config.stage_chunk,
+                     .stage_yield = config.stage_yield,
                      .node = config.node};
     auto c = ClairfsSource::Create(&loop, &shared_fs, &file_bytes, *sampler, job, spec);
     if (!c.ok()) return c.status();
