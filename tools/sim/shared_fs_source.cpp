@@ -1,14 +1,35 @@
 #include "tools/sim/shared_fs_source.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace clairfs::sim {
 
+SharedFsSource::SharedFsSource(EventLoop* loop, SharedDevice* shared_fs,
+                               const std::vector<uint64_t>* file_bytes, uint32_t nodes,
+                               uint64_t page_cache, uint32_t reads_per_file)
+    : loop_(loop),
+      fs_(shared_fs),
+      bytes_(file_bytes),
+      page_cache_(page_cache),
+      reads_per_file_(std::max<uint32_t>(reads_per_file, 1)),
+      cache_(nodes) {}
+
 void SharedFsSource::Read(uint32_t node, uint64_t file, EventLoop::Fn done) {
   const uint64_t bytes = (*bytes_)[file];
   counters_.reads++;
+  PageCache& c = cache_[node];
+  if (c.where.count(file) != 0) {
+    counters_.ram_bytes += bytes;
+    Keep(node, file);
+    loop_->After(0, std::move(done));
+    return;
+  }
   counters_.shared_fs_bytes += bytes;
-  Request(bytes, 0, std::move(done));
+  Request(bytes, 0, [this, node, file, done = std::move(done)] {
+    Keep(node, file);
+    done();
+  });
 }
 
 void SharedFsSource::Request(uint64_t bytes, uint32_t i, EventLoop::Fn done) {
@@ -18,6 +39,26 @@ void SharedFsSource::Request(uint64_t bytes, uint32_t i, EventLoop::Fn done) {
   fs_->Transfer(part, [this, bytes, i, done = std::move(done)]() mutable {
     Request(bytes, i + 1, std::move(done));
   });
+}
+
+void SharedFsSource::Keep(uint32_t node, uint64_t file) {
+  const uint64_t bytes = (*bytes_)[file];
+  if (bytes > page_cache_) return;
+  PageCache& c = cache_[node];
+  auto it = c.where.find(file);
+  if (it != c.where.end()) {
+    c.files.splice(c.files.begin(), c.files, it->second);
+    return;
+  }
+  while (c.bytes + bytes > page_cache_) {
+    const uint64_t old = c.files.back();
+    c.bytes -= (*bytes_)[old];
+    c.where.erase(old);
+    c.files.pop_back();
+  }
+  c.files.push_front(file);
+  c.where.emplace(file, c.files.begin());
+  c.bytes += bytes;
 }
 
 }  // namespace clairfs::sim

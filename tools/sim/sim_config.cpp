@@ -143,7 +143,13 @@ Result<SimConfig> ParseSimConfig(const std::string& yaml) {
              {"link_bandwidth", Rate(&c.node.link.bandwidth)},
              {"link_latency_us", Seconds(&c.node.link.latency, 1e-6)},
              {"ram", Size(&c.ram)},
-             {"ssd_capacity", Size(&c.ssd_capacity)}});
+             {"ssd_capacity", Size(&c.ssd_capacity)},
+             {"page_cache", [&c](const YAML::Node& n) {
+                uint64_t v = 0;
+                if (!ParseSize(n.Scalar(), &v)) return false;
+                c.page_cache = v;
+                return true;
+              }}});
   r.Section(root, "fanstore", {{"partitions", Count(&c.partitions, 0u)}});
   r.Section(root, "clairfs",
             {{"fetch_slots", Count(&c.fetch_slots, 1u)},

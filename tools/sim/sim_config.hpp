@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,9 @@ struct SimConfig {
   // fanstore.partitions was not given (or 0): `partitions` is 4 per node,
   // and follows the node count in a sweep (AtNodes).
   bool partitions_per_node = true;
-  uint64_t ram = 16ull << 30;            // clairfs, NoPFS: each node's RAM for data
+  uint64_t ram = 16ull << 30;  // clairfs, NoPFS: each node's RAM for data
+  // shared-fs: each node's page cache for the files it read (LRU); unset: `ram`.
+  std::optional<uint64_t> page_cache;
   uint64_t ssd_capacity = 256ull << 30;  // NoPFS: each node's SSD tier
   uint32_t fetch_slots = 8;              // clairfs: a node's fetches in flight at once
   uint64_t stage_chunk = 4ull << 20;     // clairfs: bytes a staging read takes at most

@@ -40,7 +40,9 @@ Result<PolicyRun> RunPolicy(const SimConfig& config, const std::string& policy,
   FanStoreSource* fanstore = nullptr;
   ClairfsSource* clairfs = nullptr;
   if (policy == "shared-fs") {
-    source = std::make_unique<SharedFsSource>(&shared_fs, &file_bytes, job.reads_per_file);
+    source = std::make_unique<SharedFsSource>(&loop, &shared_fs, &file_bytes, job.nodes,
+                                              config.page_cache.value_or(config.ram),
+                                              job.reads_per_file);
   } else if (policy == "fanstore") {
     auto f = std::make_unique<FanStoreSource>(&loop, &shared_fs, &file_bytes, job.nodes,
                                               config.partitions, config.node);

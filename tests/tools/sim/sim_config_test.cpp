@@ -27,6 +27,8 @@ policies: [fanstore]
   CHECK(c->job.workers == 2);  // the default
   CHECK(c->job.file_seconds == Approx(0.003));
   CHECK(c->job.reads_per_file == 4);
+  CHECK_FALSE(c->page_cache.has_value());  // the shared-fs policy's: `ram` then
+  CHECK(ParseSimConfig("node: {page_cache: 2G}")->page_cache == uint64_t{2} << 30);
   CHECK(ParseSimConfig("")->job.reads_per_file == 1);
   CHECK(ParseSimConfig("")->job.file_seconds == 0);
   CHECK(c->file_size == 64 << 10);

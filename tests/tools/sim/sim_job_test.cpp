@@ -134,7 +134,7 @@ TEST_CASE("every epoch reads each file the real sampler gives, its bytes counted
   REQUIRE(sampler.ok());
   EventLoop loop;
   SharedDevice fs(&loop, DeviceSpec{.bandwidth = 1e6, .iops = 1000, .latency = 0.001});
-  SharedFsSource source(&fs, &bytes);
+  SharedFsSource source(&loop, &fs, &bytes, 2, /*page_cache=*/0);
   JobSpec job{
       .nodes = 2, .ranks_per_node = 2, .batch_size = 8, .compute_seconds = 0.01, .epochs = 3};
   auto r = RunJob(&loop, job, *sampler, &source);
@@ -165,7 +165,7 @@ TEST_CASE("a file is reads_per_file requests one after another, then file_second
     INFO(reads << " reads, " << decode << " s decoding a file");
     EventLoop loop;
     SharedDevice fs(&loop, DeviceSpec{.iops = 100});
-    SharedFsSource source(&fs, &bytes, reads);
+    SharedFsSource source(&loop, &fs, &bytes, 1, /*page_cache=*/0, reads);
     job.file_seconds = decode;
     auto r = RunJob(&loop, job, sampler, &source);
     REQUIRE(r.ok());
@@ -174,6 +174,46 @@ TEST_CASE("a file is reads_per_file requests one after another, then file_second
     CHECK(fs.counters().bytes == 10000);  // split, not multiplied
     CHECK((*r)[0].sources.shared_fs_bytes == 10000);
   }
+}
+
+TEST_CASE("a node's page cache keeps the files it read, least recently read out first", "[sim]") {
+  // Three files of 1000 bytes read in the same order every epoch by one rank.
+  const std::vector<uint64_t> bytes(3, 1000);
+  prefetch::SequentialSampler sampler(3);
+  const JobSpec job{
+      .batch_size = 1, .compute_seconds = 0.01, .epochs = 3, .workers = 1, .prefetch_factor = 1};
+  struct Case {
+    uint64_t page_cache;
+    uint64_t requests;     // at the shared file system, over the 3 epochs
+    uint64_t later_bytes;  // epochs 1 and 2: from the page cache
+  };
+  // Room for all 3: only the first epoch goes out. Room for 2: a scan in the
+  // same order always finds the file it needs just evicted (LRU's worst
+  // case). None: every read goes out.
+  for (const Case& c : {Case{3000, 3, 3000}, Case{2999, 9, 0}, Case{0, 9, 0}}) {
+    INFO("page cache " << c.page_cache);
+    EventLoop loop;
+    SharedDevice fs(&loop, DeviceSpec{.iops = 100});
+    SharedFsSource source(&loop, &fs, &bytes, 1, c.page_cache);
+    auto r = RunJob(&loop, job, sampler, &source);
+    REQUIRE(r.ok());
+    CHECK(fs.counters().requests == c.requests);
+    CHECK((*r)[0].sources.shared_fs_bytes == 3000);
+    for (uint32_t e = 1; e < 3; ++e) {
+      CHECK((*r)[e].sources.ram_bytes == c.later_bytes);
+      CHECK((*r)[e].sources.ram_bytes + (*r)[e].sources.shared_fs_bytes == 3000);
+    }
+  }
+  // Two nodes' caches are their own: what node 0 read is not in node 1's.
+  EventLoop loop;
+  SharedDevice fs(&loop, DeviceSpec{.iops = 100});
+  SharedFsSource source(&loop, &fs, &bytes, 2, 3000);
+  bool done = false;
+  source.Read(0, 1, [&] { source.Read(1, 1, [&] { source.Read(0, 1, [&] { done = true; }); }); });
+  loop.Run();
+  CHECK(done);
+  CHECK(fs.counters().requests == 2);
+  CHECK(source.counters().ram_bytes == 1000);
 }
 
 TEST_CASE("a job the order does not fit is refused", "[sim]") {
