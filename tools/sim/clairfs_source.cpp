@@ -72,11 +72,16 @@ uint32_t ClairfsSource::PartitionOf(uint64_t file) const {
   return static_cast<uint32_t>(file * spec_.partitions / bytes_->size());
 }
 
-void ClairfsSource::StartEpoch(uint32_t epoch) {
-  if (epoch != 0) return;
+void ClairfsSource::Launch() {
   stage_start_ = loop_->now();
   for (uint32_t p = 0; p < spec_.partitions; ++p) node_[p % nodes_].to_stage.push_back(p);
   for (uint32_t n = 0; n < nodes_; ++n) StageNext(n);
+  // The daemons know the order from the start: the planners fetch at once.
+  for (uint32_t n = 0; n < nodes_; ++n) Pump(n);
+}
+
+void ClairfsSource::StartEpoch(uint32_t epoch) {
+  if (epoch != 0) return;
   for (uint32_t n = 0; n < nodes_; ++n) Pump(n);
 }
 

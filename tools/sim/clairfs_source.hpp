@@ -48,9 +48,10 @@ class ClairfsSource final : public DataSource {
                                                        const std::vector<uint64_t>* file_bytes,
                                                        const prefetch::Sampler& sampler,
                                                        const JobSpec& job, const ClairfsSpec& spec);
+  void Launch() override;  // staging and the planners' fetches begin
   void StartEpoch(uint32_t epoch) override;
   void Read(uint32_t node, uint64_t file, EventLoop::Fn done) override;
-  // Seconds from the job's start until every partition was on its SSD.
+  // Seconds from the launch until every partition was on its SSD.
   double staging_seconds() const { return staged_at_; }
 
  private:

@@ -27,7 +27,10 @@ class JobRun {
   }
 
   Status Run() {
-    loop_->After(0, [this] { BeginEpoch(0); });
+    loop_->After(0, [this] {
+      source_->Launch();
+      loop_->After(job_.start_seconds, [this] { BeginEpoch(0); });
+    });
     loop_->Run();
     return status_;
   }
@@ -47,8 +50,9 @@ class JobRun {
 
   void BeginEpoch(uint32_t epoch) {
     epoch_ = epoch;
-    // Before StartEpoch: a policy may start prefetching there.
-    before_prefetched_ = source_->prefetched();
+    // Before StartEpoch: a policy may start prefetching there. Epoch 0's row
+    // counts from the launch, when the daemons start.
+    before_prefetched_ = epoch == 0 ? SourceCounters{} : source_->prefetched();
     source_->StartEpoch(epoch);
     std::vector<uint64_t> all(ranks_.size());
     std::iota(all.begin(), all.end(), 0);

@@ -30,6 +30,7 @@ struct JobSpec {
   uint32_t prefetch_factor = 2;  // batches per worker asked for ahead; at least 1
   bool drop_last = false;        // the loader's: drop a last, partial batch
   double file_seconds = 0;       // a worker's own time per file once its bytes are in (decoding)
+  double start_seconds = 0;      // from the launch (the policy's Launch) to the first epoch
   uint32_t reads_per_file = 1;   // the loader's read calls per file (on the shared file system)
 };
 
@@ -43,6 +44,9 @@ struct SourceCounters {
 class DataSource {
  public:
   virtual ~DataSource() = default;
+  // At the job's launch, start_seconds before its first epoch: the daemons
+  // start with the job and may stage while its processes start up.
+  virtual void Launch() {}
   // Before any read of `epoch` (a policy may stage, plan or evict then).
   virtual void StartEpoch(uint32_t epoch) {}
   // A worker of a rank on `node` reads dataset file `file` whole; `done`

@@ -124,6 +124,7 @@ Result<SimConfig> ParseSimConfig(const std::string& yaml) {
              {"prefetch_factor", Count(&j.prefetch_factor, 1u)},
              {"drop_last", Flag(&j.drop_last)},
              {"file_seconds", Seconds(&j.file_seconds, 1)},
+             {"start_seconds", Seconds(&j.start_seconds, 1)},
              {"reads_per_file", Count(&j.reads_per_file, 1u)}});
   r.Section(root, "dataset",
             {{"files", Count<uint64_t>(&c.files, 1)},

@@ -174,6 +174,42 @@ policies: [clairfs]
   }
 }
 
+TEST_CASE("clairfs: the daemons stage and fetch while the job starts up", "[sim]") {
+  // 200 x 100K over 50 MB/s: staging takes about 0.4 s, the start-up 5 s.
+  const std::string job =
+      "job: {nodes: 2, ranks_per_node: 2, batch_size: 4, compute_seconds: 0.05, epochs: 1";
+  const std::string rest = R"(}
+dataset: {files: 200, file_size: 100K}
+shared_fs: {bandwidth: 50M, iops: 0, open_latency_ms: 0}
+node: {ssd_bandwidth: 0, ssd_iops: 0, link_bandwidth: 0, link_latency_us: 0, ram: 1G}
+)";
+  auto at_once = ParseSimConfig(job + rest);
+  auto later = ParseSimConfig(job + ", start_seconds: 5" + rest);
+  REQUIRE(at_once.ok());
+  REQUIRE(later.ok());
+  CHECK(later->job.start_seconds == 5);
+  const auto sizes = DatasetSizes(*later);
+  auto a = RunPolicy(*at_once, "clairfs", sizes);
+  auto b = RunPolicy(*later, "clairfs", sizes);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  // Started at once, the first steps wait for the shared file system.
+  CHECK(a->epochs[0].stall_fraction > 0);
+  // Started 5 s later, every file is in RAM by the first open: the epoch is
+  // its compute, and nothing the job reads comes from elsewhere.
+  const SourceCounters& s = b->epochs[0].sources;
+  CHECK(b->epochs[0].stall_fraction == 0);
+  CHECK(b->epochs[0].seconds == Approx(b->epochs[0].steps * 0.05));
+  CHECK(s.local_bytes + s.peer_bytes + s.shared_fs_bytes == 0);
+  CHECK(b->staging_seconds < 5);
+  // The shared file system still gave each byte once, the fetches of the
+  // start-up counted in epoch 0's row.
+  CHECK(b->epochs[0].prefetched.reads > 0);
+  uint64_t all = 0;
+  for (uint64_t x : sizes) all += x;
+  CHECK(b->shared_fs_bytes == all);
+}
+
 TEST_CASE("clairfs: the prefetches are counted by epoch, each node's files fetched once", "[sim]") {
   // Unshuffled, each node reads the same 100 of the 200 files every epoch;
   // RAM holds them all, so nothing is evicted and each node fetches each of
@@ -199,7 +235,7 @@ policies: [clairfs]
   }
   CHECK(fetches == 200);
   CHECK(fetched == 200 * 100 * 1024);
-  CHECK(run->epochs[0].prefetched.reads > 0);   // those StartEpoch(0) begins are in epoch 0's row
+  CHECK(run->epochs[0].prefetched.reads > 0);   // those the launch begins are in epoch 0's row
   CHECK(run->epochs[2].prefetched.reads == 0);  // nothing left to fetch
 }
 
