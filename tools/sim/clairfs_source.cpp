@@ -88,12 +88,13 @@ void ClairfsSource::StartEpoch(uint32_t epoch) {
 void ClairfsSource::StageNext(uint32_t node) {
   Node& k = node_[node];
   if (k.chunk_in_flight || k.stage_paused) return;
-  if (k.source_reads > 0) {  // resumed when the last of them ends
+  // No pause at all with stage_yield 0, as the daemon's stage_yield_ms 0.
+  if (spec_.stage_yield > 0 && k.source_reads > 0) {  // resumed when the last of them ends
     k.stage_paused = true;
     return;
   }
   const double resume = k.last_source_read + spec_.stage_yield;
-  if (loop_->now() < resume) {
+  if (spec_.stage_yield > 0 && loop_->now() < resume) {
     k.stage_paused = true;
     loop_->After(resume - loop_->now(), [this, node] {
       node_[node].stage_paused = false;
@@ -114,13 +115,16 @@ void ClairfsSource::StageNext(uint32_t node) {
   }
   if (k.to_stage.empty()) return;
   // A chunk: the consecutive files from there that are not on the SSD, up
-  // to stage_chunk bytes (at least one file).
+  // to stage_chunk bytes (at least one file); with stage_whole_chunks, the
+  // files already there or on their way are read again instead of ending it.
   std::vector<uint64_t> chunk;
   uint64_t bytes = 0;
-  for (uint64_t f = k.stage_cursor; f < end && state_[f] == kNotStaged; ++f) {
+  for (uint64_t f = k.stage_cursor;
+       f < end && (spec_.stage_whole_chunks || state_[f] == kNotStaged); ++f) {
     if (!chunk.empty() && bytes + (*bytes_)[f] > spec_.stage_chunk) break;
-    chunk.push_back(f);
     bytes += (*bytes_)[f];
+    if (state_[f] != kNotStaged) continue;  // read again, its bytes dropped
+    chunk.push_back(f);
     state_[f] = kStaging;
   }
   k.stage_cursor = chunk.back() + 1;

@@ -13,8 +13,11 @@
 // another reader) and lands on the SSD as it passes, so staging skips it; a
 // file in a chunk under way waits for the chunk. A node's staging pauses
 // while reads of its partitions are at the shared file system, and
-// `stage_yield` seconds after the last. So every byte is read from the shared
-// file system once. The planner's fetches are counted in prefetched().
+// `stage_yield` seconds after the last (not at all with 0). So every byte is
+// read from the shared file system once; with `stage_whole_chunks` staging
+// reads its chunks whole instead, over what reads brought already (as the
+// daemon did before issue #28). The planner's fetches are counted in
+// prefetched().
 // Single-thread (the EventLoop's).
 #pragma once
 
@@ -38,6 +41,7 @@ struct ClairfsSpec {
   uint32_t fetch_slots = 8;           // a node's fetches in flight at once
   uint64_t stage_chunk = 4ull << 20;  // bytes of consecutive files a staging read takes at most
   double stage_yield = 0.005;         // staging's pause after a node's last read of its partitions
+  bool stage_whole_chunks = false;  // staging reads a chunk whole, over what reads brought already
   NodeSpec node;
 };
 

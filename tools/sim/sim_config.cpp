@@ -155,7 +155,8 @@ Result<SimConfig> ParseSimConfig(const std::string& yaml) {
   r.Section(root, "clairfs",
             {{"fetch_slots", Count(&c.fetch_slots, 1u)},
              {"stage_chunk", Size(&c.stage_chunk)},
-             {"stage_yield_ms", Seconds(&c.stage_yield, 1e-3)}});
+             {"stage_yield_ms", Seconds(&c.stage_yield, 1e-3)},
+             {"stage_whole_chunks", Flag(&c.stage_whole_chunks)}});
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
     if (key == "policies") {

@@ -41,6 +41,7 @@ struct SimConfig {
   uint32_t fetch_slots = 8;              // clairfs: a node's fetches in flight at once
   uint64_t stage_chunk = 4ull << 20;     // clairfs: bytes a staging read takes at most
   double stage_yield = 0.005;            // clairfs: staging's pause after a read of its packs
+  bool stage_whole_chunks = false;       // clairfs: staging reads chunks whole, holes or not
   std::vector<std::string> policies{"shared-fs", "fanstore", "nopfs", "clairfs"};
 };
 

@@ -59,6 +59,7 @@ Result<PolicyRun> RunPolicy(const SimConfig& config, const std::string& policy,
                      .fetch_slots = config.fetch_slots,
                      .stage_chunk = config.stage_chunk,
                      .stage_yield = config.stage_yield,
+                     .stage_whole_chunks = config.stage_whole_chunks,
                      .node = config.node};
     auto c = ClairfsSource::Create(&loop, &shared_fs, &file_bytes, *sampler, job, spec);
     if (!c.ok()) return c.status();

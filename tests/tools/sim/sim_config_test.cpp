@@ -174,6 +174,42 @@ policies: [clairfs]
   }
 }
 
+TEST_CASE("clairfs: small files at the IOPS limit, staging's pause and holes against whole chunks",
+          "[sim]") {
+  // The training script's shape (docs/simulation.md): 5 KiB files, 200 IOPS.
+  // The planners fetch file by file from the start; every file they bring
+  // is a hole in staging's chunks.
+  const std::string base = R"(
+job: {nodes: 2, ranks_per_node: 1, batch_size: 32, compute_seconds: 0.075, epochs: 1, workers: 2}
+dataset: {files: 2048, file_size: 5K}
+shared_fs: {bandwidth: 50M, iops: 200, open_latency_ms: 0}
+node: {ram: 1G}
+)";
+  const auto run = [&](const std::string& clairfs) {
+    auto c = ParseSimConfig(base + "clairfs: {" + clairfs + "}\n");
+    REQUIRE(c.ok());
+    auto r = RunPolicy(*c, "clairfs", DatasetSizes(*c));
+    REQUIRE(r.ok());
+    return std::move(r).value();
+  };
+  const uint64_t all = 2048 * 5 * 1024;
+  const auto pausing = run("stage_yield_ms: 5");
+  const auto holes = run("stage_yield_ms: 0");
+  const auto whole = run("stage_yield_ms: 0, stage_whole_chunks: true");
+  // Each byte once, but staging waits for the fetches or reads a file at a
+  // time between their holes: it ends near the fetches' pace, 200 files a second.
+  CHECK(pausing.shared_fs_bytes == all);
+  CHECK(holes.shared_fs_bytes == all);
+  CHECK(pausing.staging_seconds > 4);
+  CHECK(holes.staging_seconds > 2);
+  // Whole chunks: some bytes twice, staging done in well under a second,
+  // and a shorter first epoch.
+  CHECK(whole.shared_fs_bytes > all);
+  CHECK(whole.staging_seconds < 1);
+  CHECK(whole.epochs[0].seconds < holes.epochs[0].seconds);
+  CHECK(holes.epochs[0].seconds <= pausing.epochs[0].seconds);
+}
+
 TEST_CASE("clairfs: the daemons stage and fetch while the job starts up", "[sim]") {
   // 200 x 100K over 50 MB/s: staging takes about 0.4 s, the start-up 5 s.
   const std::string job =
