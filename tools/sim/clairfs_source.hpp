@@ -6,7 +6,7 @@
 //
 // Placement, simplified for now: FanStore's contiguous partitions, partition
 // p homed on node p mod N. Staging as the daemon does it (issue #28): from the
-// job's start each node copies its partitions to its SSD in chunks of
+// launch each node copies its partitions to its SSD in chunks of
 // consecutive files (all nodes at once, from the shared file system), a
 // partition a read needed first going next; a file not on its home's SSD yet
 // is read from the shared file system by its home (over the home's link to
