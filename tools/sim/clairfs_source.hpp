@@ -38,7 +38,7 @@ namespace clairfs::sim {
 struct ClairfsSpec {
   uint32_t partitions = 1;
   uint64_t ram_bytes = 16ull << 30;   // each node's planner budget
-  uint32_t fetch_slots = 8;           // a node's fetches in flight at once
+  uint32_t fetch_slots = 2;           // a node's fetches in flight at once
   uint64_t stage_chunk = 4ull << 20;  // bytes of consecutive files a staging read takes at most
   double stage_yield = 0.005;         // staging's pause after a node's last read of its partitions
   bool stage_whole_chunks = false;  // staging reads a chunk whole, over what reads brought already

@@ -1,18 +1,23 @@
 // SharedDevice: a resource that every request in progress on it shares at
 // once: a shared file system's servers, a node's SSD, a node's link.
 //
-// A request of `bytes` needs max(bytes / bandwidth, 1 / iops) seconds of the
-// whole device (whichever limit binds it, as a throttled block device and
-// most storage do), and the requests in progress share the device equally
-// (processor sharing): alone a request runs at full speed, one of n runs at
-// 1/n of it. Before it joins, a request waits latency + latency_per_request
-// x (requests in progress when it arrived) without using the device: an open
-// on a metadata server whose latency grows with its load.
+// Two budgets, as a throttled block device and most storage have them:
+// bytes (bandwidth) and requests (IOPS). A request of `bytes` needs
+// bytes / bandwidth seconds of the first and 1 / iops of the second; the
+// requests in progress share each equally (processor sharing), and a request
+// is done when it has had both. Alone a request takes max(bytes / bandwidth,
+// 1 / iops); small requests (bound by IOPS) and large ones (bound by bytes)
+// in progress together mostly take different budgets and slow each other
+// little, where n requests of one kind run at 1/n. Before it joins, a
+// request waits latency + latency_per_request x (requests in progress when
+// it arrived) without using the device: an open on a metadata server whose
+// latency grows with its load.
 // Single-thread (the EventLoop's).
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <vector>
 
 #include "tools/sim/event_loop.hpp"
 
@@ -42,31 +47,41 @@ class SharedDevice {
   void Transfer(uint64_t bytes, EventLoop::Fn done);
   // The device time a request of `bytes` needs alone (its latency aside).
   double Demand(uint64_t bytes) const;
-  size_t in_progress() const { return finishing_.size(); }
+  size_t in_progress() const { return requests_.size(); }
   const DeviceCounters& counters() const { return counters_; }
 
  private:
   struct Request {
     uint64_t bytes;
     EventLoop::Fn done;
+    int lanes_left;  // budgets it still needs service from
+  };
+  // One budget shared by the requests that still need some of it. A
+  // request joining at attained = a with demand d is done with it when
+  // attained reaches a + d.
+  struct Lane {
+    double attained = 0;                        // the service each request in it has had
+    double updated = 0;                         // when attained was last brought up to date
+    std::multimap<double, uint64_t> finishing;  // request ids by the attained they finish at
+    uint64_t generation = 0;                    // of the completion scheduled last
   };
   void Join(uint64_t bytes, EventLoop::Fn done);
-  // Brings attained_ up to the loop's time.
-  void Advance();
-  // Schedules the next completion (and makes the earlier schedule stale).
-  void Reschedule();
-  void Complete(uint64_t generation);
+  // Brings lane's attained up to the loop's time.
+  void Advance(Lane* lane);
+  // Schedules lane's next completion (and makes its earlier schedule stale).
+  void Reschedule(Lane* lane);
+  void Complete(Lane* lane, uint64_t generation);
+  // Request id has had its service from one more lane.
+  void Served(uint64_t id, std::vector<EventLoop::Fn>* done);
+  // Brings busy_seconds up to the loop's time.
+  void CountBusy();
 
   EventLoop* loop_;
   DeviceSpec spec_;
-  // The service each request in progress has received since the device
-  // started (all receive the same share), and when that was last brought up
-  // to date. A request joining at attained_ = a with demand d finishes when
-  // attained_ reaches a + d.
-  double attained_ = 0;
-  double updated_ = 0;
-  std::multimap<double, Request> finishing_;  // by the attained_ they finish at
-  uint64_t generation_ = 0;                   // of the completion scheduled last
+  Lane bytes_, ops_;
+  std::map<uint64_t, Request> requests_;  // in progress, by id
+  uint64_t next_id_ = 0;
+  double busy_since_ = 0;  // busy_seconds counted up to then
   DeviceCounters counters_;
 };
 

@@ -112,7 +112,30 @@ TEST_CASE("a device's work adds up: every request completes once, its bytes coun
   CHECK(completed == 500);
   CHECK(d.counters().requests == 500);
   CHECK(d.counters().bytes == bytes);
-  // Work-conserving: whenever a request is in progress the device works at
-  // full rate, so its busy time is the requests' total demand.
-  CHECK(d.counters().busy_seconds == Approx(demand).epsilon(1e-9));
+  // Work-conserving: whenever a request needs a budget it is spent at full
+  // rate, so the device is busy at least as long as each budget's total and
+  // at most as long as the requests' demands one after another.
+  CHECK(d.counters().busy_seconds >= Approx(bytes / 1000.0).epsilon(1e-9));
+  CHECK(d.counters().busy_seconds >= Approx(500 / 50.0).epsilon(1e-9));
+  CHECK(d.counters().busy_seconds <= Approx(demand).epsilon(1e-9));
+}
+
+TEST_CASE("small and large requests take different budgets of a device", "[sim]") {
+  // 100 B/s and 10 IOPS. One request of 100 B (1 s of bytes, 0.1 s of
+  // requests) and five of 1 B (0.01 s of bytes, 0.1 s of requests each),
+  // all at 0. Requests: six share it, each has its 0.1 s at 0.6. Bytes: six
+  // share it until the small ones have their 0.01 s at 0.06, then the large
+  // one is alone for its last 0.99 s: done at 1.05 (with one budget of
+  // device time, max(bytes, requests), it would be 1.5).
+  EventLoop loop;
+  SharedDevice d(&loop, DeviceSpec{.bandwidth = 100, .iops = 10});
+  double large = -1;
+  std::vector<double> small(5, -1);
+  At(loop, d, 0, 100, &large);
+  for (double& t : small) At(loop, d, 0, 1, &t);
+  loop.Run();
+  CHECK(large == Approx(1.05));
+  for (double t : small) CHECK(t == Approx(0.6));
+  CHECK(d.counters().busy_seconds == Approx(1.05));
+  CHECK(d.counters().peak_in_progress == 6);
 }
