@@ -33,6 +33,7 @@ ClairfsSource::ClairfsSource(EventLoop* loop, SharedDevice* shared_fs,
   state_.assign(files, kNotStaged);
   files_left_ = files;
   for (Node& n : node_) {
+    n.streams.resize(std::max(spec_.stage_threads, 1u));
     n.ssd = std::make_unique<SharedDevice>(loop, spec.node.ssd);
     n.link = std::make_unique<SharedDevice>(loop, spec.node.link);
   }
@@ -87,7 +88,7 @@ void ClairfsSource::StartEpoch(uint32_t epoch) {
 
 void ClairfsSource::StageNext(uint32_t node) {
   Node& k = node_[node];
-  if (k.chunk_in_flight || k.stage_paused) return;
+  if (k.stage_paused) return;
   // No pause at all with stage_yield 0, as the daemon's stage_yield_ms 0.
   if (spec_.stage_yield > 0 && k.source_reads > 0) {  // resumed when the last of them ends
     k.stage_paused = true;
@@ -102,37 +103,46 @@ void ClairfsSource::StageNext(uint32_t node) {
     });
     return;
   }
-  // The next file of the front partition not on the SSD yet.
+  for (uint32_t s = 0; s < k.streams.size(); ++s) StageChunk(node, s);
+}
+
+void ClairfsSource::StageChunk(uint32_t node, uint32_t stream) {
+  Node& k = node_[node];
+  Stream& s = k.streams[stream];
+  if (s.busy) return;
+  // The next file of the stream's partition not on the SSD yet; a stream
+  // done with its partition takes the next waiting one.
   uint64_t end = 0;
-  while (!k.to_stage.empty()) {
-    const uint32_t p = k.to_stage.front();
-    end = partition_first_[p + 1];
-    k.stage_cursor = std::max(k.stage_cursor, partition_first_[p]);
-    while (k.stage_cursor < end && state_[k.stage_cursor] != kNotStaged) ++k.stage_cursor;
-    if (k.stage_cursor < end) break;
+  for (;;) {
+    if (s.partition >= 0) {
+      end = partition_first_[s.partition + 1];
+      while (s.cursor < end && state_[s.cursor] != kNotStaged) ++s.cursor;
+      if (s.cursor < end) break;
+    }
+    if (k.to_stage.empty()) return;
+    s.partition = k.to_stage.front();
+    s.cursor = partition_first_[s.partition];
     k.to_stage.pop_front();
-    k.stage_cursor = 0;
   }
-  if (k.to_stage.empty()) return;
   // A chunk: the consecutive files from there that are not on the SSD, up
   // to stage_chunk bytes (at least one file); with stage_whole_chunks, the
   // files already there or on their way are read again instead of ending it.
   std::vector<uint64_t> chunk;
   uint64_t bytes = 0;
-  for (uint64_t f = k.stage_cursor;
-       f < end && (spec_.stage_whole_chunks || state_[f] == kNotStaged); ++f) {
+  for (uint64_t f = s.cursor; f < end && (spec_.stage_whole_chunks || state_[f] == kNotStaged);
+       ++f) {
     if (!chunk.empty() && bytes + (*bytes_)[f] > spec_.stage_chunk) break;
     bytes += (*bytes_)[f];
     if (state_[f] != kNotStaged) continue;  // read again, its bytes dropped
     chunk.push_back(f);
     state_[f] = kStaging;
   }
-  k.stage_cursor = chunk.back() + 1;
-  k.chunk_in_flight = true;
-  fs_->Transfer(bytes, [this, node, bytes, chunk = std::move(chunk)]() mutable {
-    node_[node].ssd->Transfer(bytes, [this, node, chunk = std::move(chunk)] {
+  s.cursor = chunk.back() + 1;
+  s.busy = true;
+  fs_->Transfer(bytes, [this, node, stream, bytes, chunk = std::move(chunk)]() mutable {
+    node_[node].ssd->Transfer(bytes, [this, node, stream, chunk = std::move(chunk)] {
       for (uint64_t f : chunk) Landed(f);
-      node_[node].chunk_in_flight = false;
+      node_[node].streams[stream].busy = false;
       StageNext(node);
     });
   });
@@ -157,12 +167,12 @@ void ClairfsSource::ReadThroughHome(uint32_t node, uint64_t file, SourceCounters
   count->shared_fs_bytes += n;
   state_[file] = kStaging;  // other reads of it wait for these bytes
   h.source_reads++;
-  // Needed before its turn: the home stages this partition next.
+  // Needed before its turn: the home stages this partition next (after
+  // the ones its copying threads are on).
   auto it = std::find(h.to_stage.begin(), h.to_stage.end(), partition);
   if (it != h.to_stage.end() && it != h.to_stage.begin()) {
     h.to_stage.erase(it);
     h.to_stage.push_front(partition);
-    h.stage_cursor = 0;
   }
   fs_->Transfer(n, [this, node, file, n, home, done = std::move(done)]() mutable {
     Node& h = node_[home];

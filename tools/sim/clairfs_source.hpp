@@ -7,7 +7,8 @@
 // Placement, simplified for now: FanStore's contiguous partitions, partition
 // p homed on node p mod N. Staging as the daemon does it (issue #28): from the
 // launch each node copies its partitions to its SSD in chunks of
-// consecutive files (all nodes at once, from the shared file system), a
+// consecutive files (all nodes at once, from the shared file system), with
+// `stage_threads` copying threads each on a partition of its own, a
 // partition a read needed first going next; a file not on its home's SSD yet
 // is read from the shared file system by its home (over the home's link to
 // another reader) and lands on the SSD as it passes, so staging skips it; a
@@ -39,6 +40,7 @@ struct ClairfsSpec {
   uint32_t partitions = 1;
   uint64_t ram_bytes = 16ull << 30;   // each node's planner budget
   uint32_t fetch_slots = 2;           // a node's fetches in flight at once
+  uint32_t stage_threads = 2;         // a node's copying threads, each on its own partition
   uint64_t stage_chunk = 4ull << 20;  // bytes of consecutive files a staging read takes at most
   double stage_yield = 0.005;         // staging's pause after a node's last read of its partitions
   bool stage_whole_chunks = false;  // staging reads a chunk whole, over what reads brought already
@@ -68,17 +70,23 @@ class ClairfsSource final : public DataSource {
    private:
     const EventLoop* loop_;
   };
+  // A copying thread: its partition (-1: none yet), the next file to look
+  // at in it, and whether a chunk of it is under way.
+  struct Stream {
+    int64_t partition = -1;
+    uint64_t cursor = 0;
+    bool busy = false;
+  };
   struct Node {
     std::unique_ptr<prefetch::Planner> planner;
     std::unique_ptr<SharedDevice> ssd, link;
     uint32_t in_flight = 0;
     // Per file being fetched: the opens waiting for it.
     std::unordered_map<uint64_t, std::vector<EventLoop::Fn>> waiting;
-    // Staging: this node's partitions not yet done, the next first, and the
-    // next file to look at in it.
+    // Staging: this node's partitions no copying thread has begun, the
+    // next first, and the threads.
     std::deque<uint32_t> to_stage;
-    uint64_t stage_cursor = 0;
-    bool chunk_in_flight = false;
+    std::vector<Stream> streams;
     bool stage_paused = false;         // waiting for the reads below to end
     uint32_t source_reads = 0;         // reads of this node's partitions at the shared file system
     double last_source_read = -1e300;  // none yet
@@ -88,9 +96,11 @@ class ClairfsSource final : public DataSource {
                 const ClairfsSpec& spec, uint32_t nodes);
   uint32_t PartitionOf(uint64_t file) const;
   uint32_t HomeOf(uint64_t file) const { return PartitionOf(file) % nodes_; }
-  // Stages `node`'s next chunk, unless one is under way, reads of its
-  // partitions are (it pauses), or all is staged.
+  // Starts a chunk on each of `node`'s idle copying threads, unless reads of
+  // its partitions are under way (it pauses) or all is staged.
   void StageNext(uint32_t node);
+  // Starts the next chunk of `node`'s copying thread `stream` if it is idle.
+  void StageChunk(uint32_t node, uint32_t stream);
   // `file` is on its home's SSD (staged, or passed through by a read).
   void Landed(uint64_t file);
   // Reads `file` from the shared file system by its home, for `node`.
