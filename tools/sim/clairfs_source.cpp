@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string>
+#include <string_view>
 #include <utility>
+
+#include "partitioner/pack/placement.hpp"
 
 namespace clairfs::sim {
 
@@ -13,23 +17,19 @@ Clock::TimePoint ClairfsSource::LoopClock::Now() const {
 
 ClairfsSource::ClairfsSource(EventLoop* loop, SharedDevice* shared_fs,
                              const std::vector<uint64_t>* file_bytes, const ClairfsSpec& spec,
-                             uint32_t nodes)
+                             uint32_t nodes, std::vector<uint32_t> partition_of)
     : loop_(loop),
       fs_(shared_fs),
       bytes_(file_bytes),
       spec_(spec),
       nodes_(nodes),
       clock_(loop),
-      node_(nodes) {
-  spec_.partitions = std::max(spec_.partitions, 1u);
+      node_(nodes),
+      partition_of_(std::move(partition_of)) {
   spec_.fetch_slots = std::max(spec_.fetch_slots, 1u);
-  // Partitions are runs of consecutive files: where each begins.
   const uint64_t files = bytes_->size();
-  partition_first_.assign(spec_.partitions + 1, files);
-  uint32_t next = 0;
-  for (uint64_t f = 0; f < files; ++f) {
-    for (const uint32_t p = PartitionOf(f); next <= p; ++next) partition_first_[next] = f;
-  }
+  partition_files_.resize(spec_.partitions);
+  for (uint64_t f = 0; f < files; ++f) partition_files_[partition_of_[f]].push_back(f);
   state_.assign(files, kNotStaged);
   files_left_ = files;
   for (Node& n : node_) {
@@ -45,7 +45,21 @@ Result<std::unique_ptr<ClairfsSource>> ClairfsSource::Create(
   if (file_bytes->size() > UINT32_MAX) {
     return Status::InvalidArgument("the planner numbers at most 2^32 - 1 files");
   }
-  std::unique_ptr<ClairfsSource> s(new ClairfsSource(loop, shared_fs, file_bytes, spec, job.nodes));
+  // The partitioner's own placement of the files into partitions (names
+  // for the hash placement, which places by path).
+  ClairfsSpec fixed = spec;
+  fixed.partitions = std::max(spec.partitions, 1u);
+  auto policy = pack::MakePlacement(spec.placement);
+  if (!policy.ok()) return policy.status();
+  std::vector<std::string> names(spec.placement == "hash" ? file_bytes->size() : 0);
+  std::vector<pack::PlacedFile> placed(file_bytes->size());
+  for (size_t f = 0; f < placed.size(); ++f) {
+    if (!names.empty()) names[f] = "f" + std::to_string(f);
+    placed[f] = {names.empty() ? std::string_view() : std::string_view(names[f]), (*file_bytes)[f]};
+  }
+  std::vector<uint32_t> partition_of = (*policy)->Assign(placed, fixed.partitions);
+  std::unique_ptr<ClairfsSource> s(
+      new ClairfsSource(loop, shared_fs, file_bytes, fixed, job.nodes, std::move(partition_of)));
   prefetch::PlannerInput input;
   input.order = prefetch::OrderSourceFromSampler(sampler);
   input.file_of_index.resize(file_bytes->size());
@@ -67,10 +81,6 @@ Result<std::unique_ptr<ClairfsSource>> ClairfsSource::Create(
     s->node_[n].planner = std::move(planner).value();
   }
   return s;
-}
-
-uint32_t ClairfsSource::PartitionOf(uint64_t file) const {
-  return static_cast<uint32_t>(file * spec_.partitions / bytes_->size());
 }
 
 void ClairfsSource::Launch() {
@@ -110,34 +120,36 @@ void ClairfsSource::StageChunk(uint32_t node, uint32_t stream) {
   Node& k = node_[node];
   Stream& s = k.streams[stream];
   if (s.busy) return;
-  // The next file of the stream's partition not on the SSD yet; a stream
-  // done with its partition takes the next waiting one.
-  uint64_t end = 0;
+  // The next file of the stream's partition (in its pack's order) not on
+  // the SSD yet; a stream done with its partition takes the next waiting one.
+  const std::vector<uint64_t>* pack = nullptr;
   for (;;) {
     if (s.partition >= 0) {
-      end = partition_first_[s.partition + 1];
-      while (s.cursor < end && state_[s.cursor] != kNotStaged) ++s.cursor;
-      if (s.cursor < end) break;
+      pack = &partition_files_[s.partition];
+      while (s.cursor < pack->size() && state_[(*pack)[s.cursor]] != kNotStaged) ++s.cursor;
+      if (s.cursor < pack->size()) break;
     }
     if (k.to_stage.empty()) return;
     s.partition = k.to_stage.front();
-    s.cursor = partition_first_[s.partition];
+    s.cursor = 0;
     k.to_stage.pop_front();
   }
-  // A chunk: the consecutive files from there that are not on the SSD, up
-  // to stage_chunk bytes (at least one file); with stage_whole_chunks, the
-  // files already there or on their way are read again instead of ending it.
+  // A chunk: the files next to each other in the pack from there that are
+  // not on the SSD, up to stage_chunk bytes (at least one file); with
+  // stage_whole_chunks, the files already there or on their way are read
+  // again instead of ending it.
   std::vector<uint64_t> chunk;
   uint64_t bytes = 0;
-  for (uint64_t f = s.cursor; f < end && (spec_.stage_whole_chunks || state_[f] == kNotStaged);
-       ++f) {
+  size_t i = s.cursor;
+  for (; i < pack->size() && (spec_.stage_whole_chunks || state_[(*pack)[i]] == kNotStaged); ++i) {
+    const uint64_t f = (*pack)[i];
     if (!chunk.empty() && bytes + (*bytes_)[f] > spec_.stage_chunk) break;
     bytes += (*bytes_)[f];
     if (state_[f] != kNotStaged) continue;  // read again, its bytes dropped
     chunk.push_back(f);
     state_[f] = kStaging;
   }
-  s.cursor = chunk.back() + 1;
+  s.cursor = i;
   s.busy = true;
   fs_->Transfer(bytes, [this, node, stream, bytes, chunk = std::move(chunk)]() mutable {
     node_[node].ssd->Transfer(bytes, [this, node, stream, chunk = std::move(chunk)] {

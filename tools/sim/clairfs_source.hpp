@@ -4,9 +4,10 @@
 // a file the planner holds is served from RAM (the page cache) at no cost, a
 // fetch under way is waited for, anything else is read on demand.
 //
-// Placement, simplified for now: FanStore's contiguous partitions, partition
-// p homed on node p mod N. Staging as the daemon does it (issue #28): from the
-// launch each node copies its partitions to its SSD in chunks of
+// Placement as the daemon's: clairfs-partition's placement policy puts the
+// files in `partitions` partitions (pack::MakePlacement; balanced by
+// default), partition p homed on node p mod N (fs::Ownership's default). Staging as the daemon does
+// it (issue #28): from the launch each node copies its partitions to its SSD in chunks of
 // consecutive files (all nodes at once, from the shared file system), with
 // `stage_threads` copying threads each on a partition of its own, a
 // partition a read needed first going next; a file not on its home's SSD yet
@@ -25,6 +26,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -38,11 +40,12 @@ namespace clairfs::sim {
 
 struct ClairfsSpec {
   uint32_t partitions = 1;
-  uint64_t ram_bytes = 16ull << 30;   // each node's planner budget
-  uint32_t fetch_slots = 2;           // a node's fetches in flight at once
-  uint32_t stage_threads = 2;         // a node's copying threads, each on its own partition
-  uint64_t stage_chunk = 4ull << 20;  // bytes of consecutive files a staging read takes at most
-  double stage_yield = 0.005;         // staging's pause after a node's last read of its partitions
+  std::string placement = "balanced";  // which partition a file is in (clairfs-partition's)
+  uint64_t ram_bytes = 16ull << 30;    // each node's planner budget
+  uint32_t fetch_slots = 2;            // a node's fetches in flight at once
+  uint32_t stage_threads = 2;          // a node's copying threads, each on its own partition
+  uint64_t stage_chunk = 4ull << 20;   // bytes of consecutive files a staging read takes at most
+  double stage_yield = 0.005;          // staging's pause after a node's last read of its partitions
   bool stage_whole_chunks = false;  // staging reads a chunk whole, over what reads brought already
   NodeSpec node;
 };
@@ -74,7 +77,7 @@ class ClairfsSource final : public DataSource {
   // at in it, and whether a chunk of it is under way.
   struct Stream {
     int64_t partition = -1;
-    uint64_t cursor = 0;
+    size_t cursor = 0;  // in the partition's files
     bool busy = false;
   };
   struct Node {
@@ -93,8 +96,8 @@ class ClairfsSource final : public DataSource {
   };
   enum FileState : char { kNotStaged = 0, kStaging = 1, kOnSsd = 2 };
   ClairfsSource(EventLoop* loop, SharedDevice* shared_fs, const std::vector<uint64_t>* file_bytes,
-                const ClairfsSpec& spec, uint32_t nodes);
-  uint32_t PartitionOf(uint64_t file) const;
+                const ClairfsSpec& spec, uint32_t nodes, std::vector<uint32_t> partition_of);
+  uint32_t PartitionOf(uint64_t file) const { return partition_of_[file]; }
   uint32_t HomeOf(uint64_t file) const { return PartitionOf(file) % nodes_; }
   // Starts a chunk on each of `node`'s idle copying threads, unless reads of
   // its partitions are under way (it pauses) or all is staged.
@@ -118,8 +121,9 @@ class ClairfsSource final : public DataSource {
   uint32_t nodes_;
   LoopClock clock_;
   std::vector<Node> node_;
-  std::vector<uint64_t> partition_first_;  // per partition, and the file count after the last
-  std::vector<char> state_;                // per file: a FileState
+  std::vector<uint32_t> partition_of_;                  // per file
+  std::vector<std::vector<uint64_t>> partition_files_;  // per partition, in its pack's order
+  std::vector<char> state_;                             // per file: a FileState
   // Per file in kStaging: the reads waiting for it to land.
   std::unordered_map<uint64_t, std::vector<EventLoop::Fn>> landing_;
   uint64_t files_left_ = 0;  // not on their home's SSD yet

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "base/size.hpp"
+#include "partitioner/pack/placement.hpp"
 
 namespace clairfs::sim {
 namespace {
@@ -157,7 +158,12 @@ Result<SimConfig> ParseSimConfig(const std::string& yaml) {
              {"stage_threads", Count(&c.stage_threads, 1u)},
              {"stage_chunk", Size(&c.stage_chunk)},
              {"stage_yield_ms", Seconds(&c.stage_yield, 1e-3)},
-             {"stage_whole_chunks", Flag(&c.stage_whole_chunks)}});
+             {"stage_whole_chunks", Flag(&c.stage_whole_chunks)},
+             {"placement", [&c](const YAML::Node& n) {
+                if (!pack::MakePlacement(n.Scalar()).ok()) return false;
+                c.placement = n.Scalar();
+                return true;
+              }}});
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
     if (key == "policies") {

@@ -55,6 +55,7 @@ Result<PolicyRun> RunPolicy(const SimConfig& config, const std::string& policy,
     source = std::move(n).value();
   } else if (policy == "clairfs") {
     ClairfsSpec spec{.partitions = config.partitions,
+                     .placement = config.placement,
                      .ram_bytes = config.ram,
                      .fetch_slots = config.fetch_slots,
                      .stage_threads = config.stage_threads,

@@ -126,7 +126,8 @@ TEST_CASE("clairfs: the shared file system gives each byte once, whatever the sh
       for (const char* chunk :
            {"stage_chunk: 0, stage_yield_ms: 0", "stage_chunk: 64K",
             "stage_chunk: 1G, stage_yield_ms: 50", "stage_threads: 1, stage_chunk: 64K",
-            "stage_threads: 5, stage_yield_ms: 0"}) {
+            "stage_threads: 5, stage_yield_ms: 0", "placement: contiguous",
+            "placement: hash, stage_chunk: 64K"}) {
         INFO(shape << "; " << staging << "; " << chunk);
         // RAM for part of the dataset: later epochs fetch again, from the SSDs.
         auto c = ParseSimConfig(std::string("job: {") + shape +
@@ -310,4 +311,43 @@ TEST_CASE("a sweep's node counts, and a config at each of them", "[sim]") {
   REQUIRE(fixed.ok());
   CHECK(AtNodes(*fixed, 8).partitions == 5);  // as given
   CHECK(AtNodes(*fixed, 8).job.nodes == 8);
+}
+
+TEST_CASE("clairfs: files are placed by clairfs-partition's policy", "[sim]") {
+  // Unshuffled, rank r reads the files r, r + 2, ... Equal sizes: the
+  // balanced placement deals file i to partition i mod 2, homed on node
+  // i mod 2, so every read is local; the contiguous one puts the first half
+  // on node 0, so half of each rank's reads come from the other node; by
+  // path (hash), some of each. RAM for a few files: the fetches go to the
+  // SSDs every epoch.
+  const auto run = [](const std::string& placement) {
+    auto c = ParseSimConfig(R"(
+job: {nodes: 2, ranks_per_node: 1, batch_size: 4, compute_seconds: 0.01, epochs: 2}
+dataset: {files: 200, file_size: 10K}
+sampler: {shuffle: false}
+fanstore: {partitions: 2}
+node: {ram: 100K}
+clairfs: {placement: )" + placement +
+                            "}\n");
+    REQUIRE(c.ok());
+    CHECK(c->placement == placement);
+    auto r = RunPolicy(*c, "clairfs", DatasetSizes(*c));
+    REQUIRE(r.ok());
+    uint64_t local = 0, peer = 0;
+    for (const auto& e : r->epochs) {
+      local += e.sources.local_bytes + e.prefetched.local_bytes;
+      peer += e.sources.peer_bytes + e.prefetched.peer_bytes;
+    }
+    return std::pair{local, peer};
+  };
+  const auto [b_local, b_peer] = run("balanced");
+  const auto [c_local, c_peer] = run("contiguous");
+  const auto [h_local, h_peer] = run("hash");
+  CHECK(b_local > 0);
+  CHECK(b_peer == 0);
+  CHECK(c_peer == c_local);
+  CHECK(h_local > 0);
+  CHECK(h_peer > 0);
+  CHECK(h_peer != h_local);
+  CHECK_FALSE(ParseSimConfig("clairfs: {placement: magic}").ok());
 }
