@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "prefetch/options/sampler_settings.hpp"
+#include "prefetch/planner/first_readers.hpp"
 
 namespace clairfs::fs {
 namespace {
@@ -138,22 +139,7 @@ Result<std::vector<int>> FirstReaders(const Config& config, const format::Manife
   }
   auto orders = sampler.OrderRanks(ranks, epoch);
   if (!orders.ok()) return orders.status();
-  const std::vector<uint32_t>& file_of_index = job->input.file_of_index;
-  std::vector<uint64_t> step(manifest.node_count(), UINT64_MAX);
-  std::vector<int> first(manifest.node_count(), -1);
-  for (size_t k = 0; k < orders->size(); ++k) {
-    const std::vector<pf::Index>& order = (*orders)[k];
-    for (uint64_t i = 0; i < order.size(); ++i) {
-      if (order[i] >= file_of_index.size() || file_of_index[order[i]] == pf::kNoFile) continue;
-      const uint32_t f = file_of_index[order[i]];
-      // The earliest step; a tie goes to the lower node.
-      if (f < step.size() && (i < step[f] || (i == step[f] && node_of[k] < first[f]))) {
-        step[f] = i;
-        first[f] = node_of[k];
-      }
-    }
-  }
-  return first;
+  return pf::FirstReadingNodes(*orders, node_of, job->input.file_of_index, manifest.node_count());
 }
 
 Result<PrefetchJob> BuildPrefetchJob(const Config& config, const format::Manifest& manifest,

@@ -48,11 +48,21 @@ Placement PlaceByReader(const format::Manifest& manifest, int ranks,
     const uint32_t p = manifest.node(f).partition;
     if (p < parts) first[p][r] += manifest.node(f).size;
   }
+  return PlaceByReader(first, n);
+}
+
+Placement PlaceByReader(const std::vector<std::vector<uint64_t>>& first, int ranks) {
+  const auto parts = static_cast<uint32_t>(first.size());
+  const int n = std::max(ranks, 1);
   // The strongest preferences first; a rank takes at most ceil(P / N).
   std::vector<std::tuple<uint64_t, uint32_t, int>> wishes;  // bytes, partition, rank
+  // A row shorter than `ranks` counts 0 for the ranks it lacks.
+  const auto at = [&first](uint32_t p, int r) {
+    return static_cast<size_t>(r) < first[p].size() ? first[p][r] : 0;
+  };
   for (uint32_t p = 0; p < parts; ++p) {
     for (int r = 0; r < n; ++r) {
-      if (first[p][r] > 0) wishes.emplace_back(first[p][r], p, r);
+      if (at(p, r) > 0) wishes.emplace_back(at(p, r), p, r);
     }
   }
   std::sort(wishes.begin(), wishes.end(), [](const auto& a, const auto& b) {
@@ -79,8 +89,8 @@ Placement PlaceByReader(const format::Manifest& manifest, int ranks,
     const int def = static_cast<int>(p % static_cast<uint32_t>(n));
     if (out.homes[p] != def) ++out.moved;
     for (int r = 0; r < n; ++r) {
-      if (r != out.homes[p]) out.peer_bytes += first[p][r];
-      if (r != def) out.default_peer_bytes += first[p][r];
+      if (r != out.homes[p]) out.peer_bytes += at(p, r);
+      if (r != def) out.default_peer_bytes += at(p, r);
     }
   }
   return out;

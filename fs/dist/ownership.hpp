@@ -50,5 +50,8 @@ struct Placement {
 };
 Placement PlaceByReader(const format::Manifest& manifest, int ranks,
                         const std::vector<int>& first_reader);
+// The same from `first[p][r]`, the bytes of partition p that rank r reads
+// first.
+Placement PlaceByReader(const std::vector<std::vector<uint64_t>>& first, int ranks);
 
 }  // namespace clairfs::fs

@@ -7,6 +7,7 @@
 
 #include "prefetch/options/read_order.hpp"
 #include "prefetch/order/read_window.hpp"
+#include "prefetch/planner/first_readers.hpp"
 #include "prefetch/planner/planner.hpp"
 #include "tests/support/node_sim.hpp"
 
@@ -122,4 +123,19 @@ TEST_CASE("Planner over ReadOrder: a read window", "[unit][planner]") {
   CHECK(s.deviations == 0);
   CHECK(s.predicted_opens == 2 * 240);
   CHECK(sim.report().ReadyFraction(32) >= 0.99);
+}
+
+TEST_CASE("the node that reads each file first: earliest position, a tie to the lower node") {
+  // Ranks 0 and 1 on node 0, rank 2 on node 1. Index 5 has no file; file 4
+  // is read by nobody; file ids are the indices reversed (file = 5 - index).
+  const std::vector<std::vector<pf::Index>> orders = {{0, 1}, {2, 5}, {3, 2}};
+  const std::vector<int> node_of = {0, 0, 1};
+  const std::vector<FileId> file_of_index = {5, 4, 3, 2, 1, pf::kNoFile};
+  const std::vector<int> first = pf::FirstReadingNodes(orders, node_of, file_of_index, 7);
+  // index 0 (file 5): node 0 at 0; index 2 (file 3): rank 1 at 0 (node 0)
+  // before rank 2 at 1; index 3 (file 2): node 1 at 0; index 1 (file 4):
+  // node 0 at 1; file 0, 1 and 6: nobody.
+  CHECK(first == std::vector<int>{-1, -1, 1, 0, 0, 0, -1});
+  // A tie at the same position goes to the lower node, whichever rank comes first.
+  CHECK(pf::FirstReadingNodes({{0}, {0}}, {1, 0}, {0}, 1) == std::vector<int>{0});
 }

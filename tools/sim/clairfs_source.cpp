@@ -6,7 +6,9 @@
 #include <string_view>
 #include <utility>
 
+#include "fs/dist/ownership.hpp"
 #include "partitioner/pack/placement.hpp"
+#include "prefetch/planner/first_readers.hpp"
 
 namespace clairfs::sim {
 
@@ -17,7 +19,8 @@ Clock::TimePoint ClairfsSource::LoopClock::Now() const {
 
 ClairfsSource::ClairfsSource(EventLoop* loop, SharedDevice* shared_fs,
                              const std::vector<uint64_t>* file_bytes, const ClairfsSpec& spec,
-                             uint32_t nodes, std::vector<uint32_t> partition_of)
+                             uint32_t nodes, std::vector<uint32_t> partition_of,
+                             std::vector<int> homes)
     : loop_(loop),
       fs_(shared_fs),
       bytes_(file_bytes),
@@ -25,7 +28,8 @@ ClairfsSource::ClairfsSource(EventLoop* loop, SharedDevice* shared_fs,
       nodes_(nodes),
       clock_(loop),
       node_(nodes),
-      partition_of_(std::move(partition_of)) {
+      partition_of_(std::move(partition_of)),
+      homes_(std::move(homes)) {
   spec_.fetch_slots = std::max(spec_.fetch_slots, 1u);
   const uint64_t files = bytes_->size();
   partition_files_.resize(spec_.partitions);
@@ -58,16 +62,40 @@ Result<std::unique_ptr<ClairfsSource>> ClairfsSource::Create(
     placed[f] = {names.empty() ? std::string_view() : std::string_view(names[f]), (*file_bytes)[f]};
   }
   std::vector<uint32_t> partition_of = (*policy)->Assign(placed, fixed.partitions);
-  std::unique_ptr<ClairfsSource> s(
-      new ClairfsSource(loop, shared_fs, file_bytes, fixed, job.nodes, std::move(partition_of)));
   prefetch::PlannerInput input;
   input.order = prefetch::OrderSourceFromSampler(sampler);
   input.file_of_index.resize(file_bytes->size());
   std::iota(input.file_of_index.begin(), input.file_of_index.end(), prefetch::FileId{0});
+  const uint64_t world = static_cast<uint64_t>(job.nodes) * job.ranks_per_node;
+  // Homes as the daemon's with the sampler's settings: each partition on the
+  // node that reads most of its bytes first in the first epoch
+  // (fs::PlaceByReader), else p mod N.
+  std::vector<int> homes;
+  if (spec.homes_by_reader && job.nodes > 1) {
+    std::vector<uint64_t> ranks;
+    std::vector<int> node_of;
+    for (uint32_t n = 0; n < job.nodes; ++n) {
+      for (uint64_t r : prefetch::BlockLocalRanks(n, job.ranks_per_node, world)) {
+        ranks.push_back(r);
+        node_of.push_back(static_cast<int>(n));
+      }
+    }
+    auto orders = sampler.OrderRanks(ranks, 0);
+    if (!orders.ok()) return orders.status();
+    const std::vector<int> first =
+        prefetch::FirstReadingNodes(*orders, node_of, input.file_of_index, file_bytes->size());
+    std::vector<std::vector<uint64_t>> first_bytes(fixed.partitions,
+                                                   std::vector<uint64_t>(job.nodes, 0));
+    for (size_t f = 0; f < first.size(); ++f) {
+      if (first[f] >= 0) first_bytes[partition_of[f]][first[f]] += (*file_bytes)[f];
+    }
+    homes = fs::PlaceByReader(first_bytes, static_cast<int>(job.nodes)).homes;
+  }
+  std::unique_ptr<ClairfsSource> s(new ClairfsSource(loop, shared_fs, file_bytes, fixed, job.nodes,
+                                                     std::move(partition_of), std::move(homes)));
   // One size table for every node's planner: Planner::Create copies the
   // input, and with it only the pointer.
   input.file_size = prefetch::ShareSizes(*file_bytes);
-  const uint64_t world = static_cast<uint64_t>(job.nodes) * job.ranks_per_node;
   for (uint32_t n = 0; n < job.nodes; ++n) {
     prefetch::PlannerConfig c;
     c.local_ranks = prefetch::BlockLocalRanks(n, job.ranks_per_node, world);
@@ -85,7 +113,7 @@ Result<std::unique_ptr<ClairfsSource>> ClairfsSource::Create(
 
 void ClairfsSource::Launch() {
   stage_start_ = loop_->now();
-  for (uint32_t p = 0; p < spec_.partitions; ++p) node_[p % nodes_].to_stage.push_back(p);
+  for (uint32_t p = 0; p < spec_.partitions; ++p) node_[Home(p)].to_stage.push_back(p);
   for (uint32_t n = 0; n < nodes_; ++n) StageNext(n);
   // The daemons know the order from the start: the planners fetch at once.
   for (uint32_t n = 0; n < nodes_; ++n) Pump(n);

@@ -6,21 +6,19 @@
 //
 // Placement as the daemon's: clairfs-partition's placement policy puts the
 // files in `partitions` partitions (pack::MakePlacement; balanced by
-// default), partition p homed on node p mod N (fs::Ownership's default). Staging as the daemon does
-// it (issue #28): from the launch each node copies its partitions to its SSD in chunks of
-// consecutive files (all nodes at once, from the shared file system), with
-// `stage_threads` copying threads each on a partition of its own, a
-// partition a read needed first going next; a file not on its home's SSD yet
-// is read from the shared file system by its home (over the home's link to
-// another reader) and lands on the SSD as it passes, so staging skips it; a
-// file in a chunk under way waits for the chunk. A node's staging pauses
-// while reads of its partitions are at the shared file system, and
-// `stage_yield` seconds after the last (not at all with 0). So every byte is
-// read from the shared file system once; with `stage_whole_chunks` staging
-// reads its chunks whole instead, over what reads brought already (as the
-// daemon did before issue #28). The planner's fetches are counted in
-// prefetched().
-// Single-thread (the EventLoop's).
+// default), each partition homed on the node that reads most of its bytes
+// first in the first epoch (fs::PlaceByReader, as the daemon does when it
+// knows the order at its start), or on node p mod N without `homes_by_reader`. Staging as the
+// daemon does it (issue #28): from the launch each node copies its partitions to its SSD in chunks
+// of consecutive files (all nodes at once, from the shared file system), with `stage_threads`
+// copying threads each on a partition of its own, a partition a read needed first going next; a
+// file not on its home's SSD yet is read from the shared file system by its home (over the home's
+// link to another reader) and lands on the SSD as it passes, so staging skips it; a file in a chunk
+// under way waits for the chunk. A node's staging pauses while reads of its partitions are at the
+// shared file system, and `stage_yield` seconds after the last (not at all with 0). So every byte
+// is read from the shared file system once; with `stage_whole_chunks` staging reads its chunks
+// whole instead, over what reads brought already (as the daemon did before issue #28). The
+// planner's fetches are counted in prefetched(). Single-thread (the EventLoop's).
 #pragma once
 
 #include <cstdint>
@@ -41,11 +39,12 @@ namespace clairfs::sim {
 struct ClairfsSpec {
   uint32_t partitions = 1;
   std::string placement = "balanced";  // which partition a file is in (clairfs-partition's)
-  uint64_t ram_bytes = 16ull << 30;    // each node's planner budget
-  uint32_t fetch_slots = 2;            // a node's fetches in flight at once
-  uint32_t stage_threads = 2;          // a node's copying threads, each on its own partition
-  uint64_t stage_chunk = 4ull << 20;   // bytes of consecutive files a staging read takes at most
-  double stage_yield = 0.005;          // staging's pause after a node's last read of its partitions
+  bool homes_by_reader = true;  // partitions homed where the first epoch reads them (the daemon's)
+  uint64_t ram_bytes = 16ull << 30;   // each node's planner budget
+  uint32_t fetch_slots = 2;           // a node's fetches in flight at once
+  uint32_t stage_threads = 2;         // a node's copying threads, each on its own partition
+  uint64_t stage_chunk = 4ull << 20;  // bytes of consecutive files a staging read takes at most
+  double stage_yield = 0.005;         // staging's pause after a node's last read of its partitions
   bool stage_whole_chunks = false;  // staging reads a chunk whole, over what reads brought already
   NodeSpec node;
 };
@@ -96,9 +95,13 @@ class ClairfsSource final : public DataSource {
   };
   enum FileState : char { kNotStaged = 0, kStaging = 1, kOnSsd = 2 };
   ClairfsSource(EventLoop* loop, SharedDevice* shared_fs, const std::vector<uint64_t>* file_bytes,
-                const ClairfsSpec& spec, uint32_t nodes, std::vector<uint32_t> partition_of);
+                const ClairfsSpec& spec, uint32_t nodes, std::vector<uint32_t> partition_of,
+                std::vector<int> homes);
   uint32_t PartitionOf(uint64_t file) const { return partition_of_[file]; }
-  uint32_t HomeOf(uint64_t file) const { return PartitionOf(file) % nodes_; }
+  uint32_t Home(uint32_t partition) const {
+    return homes_.empty() ? partition % nodes_ : static_cast<uint32_t>(homes_[partition]);
+  }
+  uint32_t HomeOf(uint64_t file) const { return Home(PartitionOf(file)); }
   // Starts a chunk on each of `node`'s idle copying threads, unless reads of
   // its partitions are under way (it pauses) or all is staged.
   void StageNext(uint32_t node);
@@ -122,6 +125,7 @@ class ClairfsSource final : public DataSource {
   LoopClock clock_;
   std::vector<Node> node_;
   std::vector<uint32_t> partition_of_;                  // per file
+  std::vector<int> homes_;                              // per partition; empty: p mod N
   std::vector<std::vector<uint64_t>> partition_files_;  // per partition, in its pack's order
   std::vector<char> state_;                             // per file: a FileState
   // Per file in kStaging: the reads waiting for it to land.

@@ -159,9 +159,15 @@ Result<SimConfig> ParseSimConfig(const std::string& yaml) {
              {"stage_chunk", Size(&c.stage_chunk)},
              {"stage_yield_ms", Seconds(&c.stage_yield, 1e-3)},
              {"stage_whole_chunks", Flag(&c.stage_whole_chunks)},
-             {"placement", [&c](const YAML::Node& n) {
+             {"placement",
+              [&c](const YAML::Node& n) {
                 if (!pack::MakePlacement(n.Scalar()).ok()) return false;
                 c.placement = n.Scalar();
+                return true;
+              }},
+             {"homes", [&c](const YAML::Node& n) {
+                if (n.Scalar() != "reader" && n.Scalar() != "modulo") return false;
+                c.homes_by_reader = n.Scalar() == "reader";
                 return true;
               }}});
   for (const auto& kv : root) {

@@ -40,10 +40,11 @@ struct SimConfig {
   uint64_t ssd_capacity = 256ull << 30;  // NoPFS: each node's SSD tier
   uint32_t fetch_slots = 2;              // clairfs: a node's fetches in flight (prefetch_threads)
   std::string placement = "balanced";    // clairfs: clairfs-partition's --placement
-  uint32_t stage_threads = 2;            // clairfs: a node's copying threads (stage_threads)
-  uint64_t stage_chunk = 4ull << 20;     // clairfs: bytes a staging read takes at most
-  double stage_yield = 0.005;            // clairfs: staging's pause after a read of its packs
-  bool stage_whole_chunks = false;       // clairfs: staging reads chunks whole, holes or not
+  bool homes_by_reader = true;        // clairfs: homes where the first epoch reads (the daemon's)
+  uint32_t stage_threads = 2;         // clairfs: a node's copying threads (stage_threads)
+  uint64_t stage_chunk = 4ull << 20;  // clairfs: bytes a staging read takes at most
+  double stage_yield = 0.005;         // clairfs: staging's pause after a read of its packs
+  bool stage_whole_chunks = false;    // clairfs: staging reads chunks whole, holes or not
   std::vector<std::string> policies{"shared-fs", "fanstore", "nopfs", "clairfs"};
 };
 

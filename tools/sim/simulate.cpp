@@ -56,6 +56,7 @@ Result<PolicyRun> RunPolicy(const SimConfig& config, const std::string& policy,
   } else if (policy == "clairfs") {
     ClairfsSpec spec{.partitions = config.partitions,
                      .placement = config.placement,
+                     .homes_by_reader = config.homes_by_reader,
                      .ram_bytes = config.ram,
                      .fetch_slots = config.fetch_slots,
                      .stage_threads = config.stage_threads,

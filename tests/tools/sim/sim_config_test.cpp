@@ -351,3 +351,34 @@ clairfs: {placement: )" + placement +
   CHECK(h_peer != h_local);
   CHECK_FALSE(ParseSimConfig("clairfs: {placement: magic}").ok());
 }
+
+TEST_CASE("clairfs: partitions are homed where the first epoch reads them, as the daemon does",
+          "[sim]") {
+  // Contiguous partitions of a shuffled order: each is read by both nodes.
+  // Homed by first reader (fs::PlaceByReader over the first epoch's orders)
+  // more of the first epoch's bytes are on the reading node than with p mod
+  // N. RAM for two files: every read goes to an SSD, staged before the start.
+  const auto epoch0 = [](const std::string& homes) {
+    auto c = ParseSimConfig(R"(
+job: {nodes: 2, ranks_per_node: 1, batch_size: 4, compute_seconds: 0.01, epochs: 2, start_seconds: 5}
+dataset: {files: 64, file_size: 10K}
+fanstore: {partitions: 8}
+node: {ram: 20K}
+clairfs: {placement: contiguous, homes: )" +
+                            homes + "}\n");
+    REQUIRE(c.ok());
+    CHECK(c->homes_by_reader == (homes == "reader"));
+    auto r = RunPolicy(*c, "clairfs", DatasetSizes(*c));
+    REQUIRE(r.ok());
+    const auto& e = r->epochs[0];
+    CHECK(e.sources.shared_fs_bytes == 0);
+    return std::pair{e.sources.local_bytes + e.prefetched.local_bytes,
+                     e.sources.peer_bytes + e.prefetched.peer_bytes};
+  };
+  const auto [reader_local, reader_peer] = epoch0("reader");
+  const auto [modulo_local, modulo_peer] = epoch0("modulo");
+  CHECK(reader_local > reader_peer);
+  CHECK(reader_local > modulo_local);
+  CHECK(reader_peer < modulo_peer);
+  CHECK_FALSE(ParseSimConfig("clairfs: {homes: nearest}").ok());
+}
