@@ -2,6 +2,7 @@
 #include "tools/sim/sim_config.hpp"
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <string>
 
 #include "prefetch/torch/distributed_sampler.hpp"
@@ -381,4 +382,19 @@ clairfs: {placement: contiguous, homes: )" +
   CHECK(reader_local > modulo_local);
   CHECK(reader_peer < modulo_peer);
   CHECK_FALSE(ParseSimConfig("clairfs: {homes: nearest}").ok());
+}
+
+TEST_CASE("the configs of the documented runs load", "[sim]") {
+  // docs/simulation.md quotes them and tells users to run them.
+  const std::filesystem::path dir = std::filesystem::path(CLAIRFS_SOURCE_DIR) / "scripts/sim";
+  int loaded = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (entry.path().extension() != ".yaml") continue;
+    INFO(entry.path().string());
+    auto c = LoadSimConfig(entry.path().string());
+    CHECK(c.ok());
+    if (c.ok()) CHECK(c->job.nodes >= 1);
+    ++loaded;
+  }
+  CHECK(loaded >= 4);
 }
