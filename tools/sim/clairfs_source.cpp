@@ -179,13 +179,16 @@ void ClairfsSource::StageChunk(uint32_t node, uint32_t stream) {
   }
   s.cursor = i;
   s.busy = true;
-  fs_->Transfer(bytes, [this, node, stream, bytes, chunk = std::move(chunk)]() mutable {
-    node_[node].ssd->Transfer(bytes, [this, node, stream, chunk = std::move(chunk)] {
-      for (uint64_t f : chunk) Landed(f);
-      node_[node].streams[stream].busy = false;
-      StageNext(node);
-    });
-  });
+  fs_->Transfer(
+      bytes,
+      [this, node, stream, bytes, chunk = std::move(chunk)]() mutable {
+        node_[node].ssd->Transfer(bytes, [this, node, stream, chunk = std::move(chunk)] {
+          for (uint64_t f : chunk) Landed(f);
+          node_[node].streams[stream].busy = false;
+          StageNext(node);
+        });
+      },
+      static_cast<int>(node));
 }
 
 void ClairfsSource::Landed(uint64_t file) {
@@ -214,21 +217,24 @@ void ClairfsSource::ReadThroughHome(uint32_t node, uint64_t file, SourceCounters
     h.to_stage.erase(it);
     h.to_stage.push_front(partition);
   }
-  fs_->Transfer(n, [this, node, file, n, home, done = std::move(done)]() mutable {
-    Node& h = node_[home];
-    h.source_reads--;
-    h.last_source_read = loop_->now();
-    if (h.source_reads == 0 && h.stage_paused) {
-      loop_->After(spec_.stage_yield, [this, home] {
-        node_[home].stage_paused = false;
-        StageNext(home);
-      });
-    }
-    h.ssd->Transfer(n, [] {});  // the home's copy is written as the bytes pass
-    Landed(file);
-    if (node == home) return done();
-    h.link->Transfer(n, std::move(done));
-  });
+  fs_->Transfer(
+      n,
+      [this, node, file, n, home, done = std::move(done)]() mutable {
+        Node& h = node_[home];
+        h.source_reads--;
+        h.last_source_read = loop_->now();
+        if (h.source_reads == 0 && h.stage_paused) {
+          loop_->After(spec_.stage_yield, [this, home] {
+            node_[home].stage_paused = false;
+            StageNext(home);
+          });
+        }
+        h.ssd->Transfer(n, [] {});  // the home's copy is written as the bytes pass
+        Landed(file);
+        if (node == home) return done();
+        h.link->Transfer(n, std::move(done));
+      },
+      static_cast<int>(home));
 }
 
 void ClairfsSource::Fetch(uint32_t node, uint64_t file, SourceCounters* count, EventLoop::Fn done) {

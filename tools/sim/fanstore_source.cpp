@@ -37,15 +37,18 @@ void FanStoreSource::StartEpoch(uint32_t epoch) {
   for (uint32_t p = 0; p < partitions_; ++p) {
     SharedDevice* ssd = ssd_[p % nodes_].get();
     const uint64_t n = partition_bytes[p];
-    fs_->Transfer(n, [this, ssd, n, left, start] {
-      ssd->Transfer(n, [this, left, start] {
-        if (--*left > 0) return;
-        staged_ = true;
-        staged_at_ = loop_->now() - start;
-        for (auto& read : held_) read();
-        held_.clear();
-      });
-    });
+    fs_->Transfer(
+        n,
+        [this, ssd, n, left, start] {
+          ssd->Transfer(n, [this, left, start] {
+            if (--*left > 0) return;
+            staged_ = true;
+            staged_at_ = loop_->now() - start;
+            for (auto& read : held_) read();
+            held_.clear();
+          });
+        },
+        static_cast<int>(p % nodes_));
   }
 }
 

@@ -106,7 +106,7 @@ void NopfsSource::Read(uint32_t node, uint64_t file, EventLoop::Fn done) {
   const int from = Holder(node, file);
   if (from < 0) {
     counters_.shared_fs_bytes += n;
-    fs_->Transfer(n, std::move(keep));
+    fs_->Transfer(n, std::move(keep), static_cast<int>(node));
     return;
   }
   counters_.peer_bytes += n;

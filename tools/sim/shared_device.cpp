@@ -12,11 +12,12 @@ double SharedDevice::Demand(uint64_t bytes) const {
   return std::max(by_bytes, by_ops);
 }
 
-void SharedDevice::Transfer(uint64_t bytes, EventLoop::Fn done) {
+void SharedDevice::Transfer(uint64_t bytes, EventLoop::Fn done, int client) {
   const double wait =
       spec_.latency + spec_.latency_per_request * static_cast<double>(requests_.size());
-  loop_->After(wait,
-               [this, bytes, done = std::move(done)]() mutable { Join(bytes, std::move(done)); });
+  loop_->After(wait, [this, bytes, client, done = std::move(done)]() mutable {
+    Join(bytes, std::move(done), client);
+  });
 }
 
 void SharedDevice::CountBusy() {
@@ -32,7 +33,7 @@ void SharedDevice::Advance(Lane* lane) {
   lane->updated = loop_->now();
 }
 
-void SharedDevice::Join(uint64_t bytes, EventLoop::Fn done) {
+void SharedDevice::Join(uint64_t bytes, EventLoop::Fn done, int client) {
   CountBusy();
   const double by_bytes = spec_.bandwidth > 0 ? static_cast<double>(bytes) / spec_.bandwidth : 0;
   const double by_ops = spec_.iops > 0 ? 1 / spec_.iops : 0;
@@ -41,7 +42,10 @@ void SharedDevice::Join(uint64_t bytes, EventLoop::Fn done) {
   r.bytes = bytes;
   r.done = std::move(done);
   r.lanes_left = 0;
-  for (auto [lane, demand] : {std::pair{&bytes_, by_bytes}, std::pair{&ops_, by_ops}}) {
+  Lane* own = client >= 0 && spec_.client_bandwidth > 0 ? &clients_[client] : nullptr;
+  const double by_client = own != nullptr ? static_cast<double>(bytes) / spec_.client_bandwidth : 0;
+  for (auto [lane, demand] :
+       {std::pair{&bytes_, by_bytes}, std::pair{&ops_, by_ops}, std::pair{own, by_client}}) {
     if (demand <= 0) continue;
     Advance(lane);
     lane->finishing.emplace(lane->attained + demand, id);

@@ -11,7 +11,11 @@
 // little, where n requests of one kind run at 1/n. Before it joins, a
 // request waits latency + latency_per_request x (requests in progress when
 // it arrived) without using the device: an open on a metadata server whose
-// latency grows with its load.
+// latency grows with its load. With client_bandwidth, a third budget per
+// client (a node's own link to the servers): its requests in progress share
+// it, and a request is done when it has had all three. Each budget is shared
+// on its own, so a share one budget leaves unused is not given to the
+// requests another holds back (an approximation of max-min fairness).
 // Single-thread (the EventLoop's).
 #pragma once
 
@@ -28,6 +32,7 @@ struct DeviceSpec {
   double iops = 0;                 // requests per second; 0: unlimited
   double latency = 0;              // seconds before each request
   double latency_per_request = 0;  // seconds more per request in progress
+  double client_bandwidth = 0;  // bytes per second of one client's requests together; 0: no limit
 };
 
 struct DeviceCounters {
@@ -44,7 +49,9 @@ class SharedDevice {
   SharedDevice& operator=(const SharedDevice&) = delete;
 
   // Moves `bytes` through the device; `done` runs when they are through.
-  void Transfer(uint64_t bytes, EventLoop::Fn done);
+  // `client` (a node; -1: none) shares client_bandwidth with that client's
+  // other requests in progress.
+  void Transfer(uint64_t bytes, EventLoop::Fn done, int client = -1);
   // The device time a request of `bytes` needs alone (its latency aside).
   double Demand(uint64_t bytes) const;
   size_t in_progress() const { return requests_.size(); }
@@ -65,7 +72,7 @@ class SharedDevice {
     std::multimap<double, uint64_t> finishing;  // request ids by the attained they finish at
     uint64_t generation = 0;                    // of the completion scheduled last
   };
-  void Join(uint64_t bytes, EventLoop::Fn done);
+  void Join(uint64_t bytes, EventLoop::Fn done, int client);
   // Brings lane's attained up to the loop's time.
   void Advance(Lane* lane);
   // Schedules lane's next completion (and makes its earlier schedule stale).
@@ -79,6 +86,7 @@ class SharedDevice {
   EventLoop* loop_;
   DeviceSpec spec_;
   Lane bytes_, ops_;
+  std::map<int, Lane> clients_;           // by client: its share of client_bandwidth
   std::map<uint64_t, Request> requests_;  // in progress, by id
   uint64_t next_id_ = 0;
   double busy_since_ = 0;  // busy_seconds counted up to then

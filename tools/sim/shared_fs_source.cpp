@@ -26,19 +26,23 @@ void SharedFsSource::Read(uint32_t node, uint64_t file, EventLoop::Fn done) {
     return;
   }
   counters_.shared_fs_bytes += bytes;
-  Request(bytes, 0, [this, node, file, done = std::move(done)] {
+  Request(node, bytes, 0, [this, node, file, done = std::move(done)] {
     Keep(node, file);
     done();
   });
 }
 
-void SharedFsSource::Request(uint64_t bytes, uint32_t i, EventLoop::Fn done) {
+void SharedFsSource::Request(uint32_t node, uint64_t bytes, uint32_t i, EventLoop::Fn done) {
   // The bytes split evenly, the last request taking what is left over.
   const uint64_t part = bytes / reads_per_file_;
-  if (i + 1 == reads_per_file_) return fs_->Transfer(bytes - part * i, std::move(done));
-  fs_->Transfer(part, [this, bytes, i, done = std::move(done)]() mutable {
-    Request(bytes, i + 1, std::move(done));
-  });
+  const int client = static_cast<int>(node);
+  if (i + 1 == reads_per_file_) return fs_->Transfer(bytes - part * i, std::move(done), client);
+  fs_->Transfer(
+      part,
+      [this, node, bytes, i, done = std::move(done)]() mutable {
+        Request(node, bytes, i + 1, std::move(done));
+      },
+      client);
 }
 
 void SharedFsSource::Keep(uint32_t node, uint64_t file) {

@@ -32,8 +32,8 @@ class SharedFsSource final : public DataSource {
     std::unordered_map<uint64_t, std::list<uint64_t>::iterator> where;
     uint64_t bytes = 0;
   };
-  // Request `i` of `reads_per_file_` for a file of `bytes`, then the next.
-  void Request(uint64_t bytes, uint32_t i, EventLoop::Fn done);
+  // Request `i` of `reads_per_file_` for `node`'s file of `bytes`, then the next.
+  void Request(uint32_t node, uint64_t bytes, uint32_t i, EventLoop::Fn done);
   // `file` was just read on `node`: it goes to the front of the node's cache.
   void Keep(uint32_t node, uint64_t file);
 

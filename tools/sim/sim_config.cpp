@@ -138,7 +138,8 @@ Result<SimConfig> ParseSimConfig(const std::string& yaml) {
             {{"bandwidth", Rate(&c.shared_fs.bandwidth)},
              {"iops", Seconds(&c.shared_fs.iops, 1)},
              {"open_latency_ms", Seconds(&c.shared_fs.latency, 1e-3)},
-             {"latency_per_request_ms", Seconds(&c.shared_fs.latency_per_request, 1e-3)}});
+             {"latency_per_request_ms", Seconds(&c.shared_fs.latency_per_request, 1e-3)},
+             {"node_bandwidth", Rate(&c.shared_fs.client_bandwidth)}});
   r.Section(root, "node",
             {{"ssd_bandwidth", Rate(&c.node.ssd.bandwidth)},
              {"ssd_iops", Seconds(&c.node.ssd.iops, 1)},

@@ -7,6 +7,7 @@
 
 #include "tools/sim/event_loop.hpp"
 #include "tools/sim/shared_device.hpp"
+#include "tools/sim/sim_config.hpp"
 
 using namespace clairfs::sim;
 
@@ -138,4 +139,29 @@ TEST_CASE("small and large requests take different budgets of a device", "[sim]"
   for (double t : small) CHECK(t == Approx(0.6));
   CHECK(d.counters().busy_seconds == Approx(1.05));
   CHECK(d.counters().peak_in_progress == 6);
+}
+
+TEST_CASE("a client's requests share its own bandwidth, and the device's with everyone", "[sim]") {
+  // 100 B/s in all, 40 B/s per client; 40 B from client 0 twice and from
+  // client 1 once, at 0. The device's budget: three requests of 0.4 s each,
+  // all had at 1.2. Client 0's: two of 1 s each, had at 2.0; client 1's: 1 s,
+  // at 1.0. A request is done when it has had every budget.
+  EventLoop loop;
+  SharedDevice d(&loop, DeviceSpec{.bandwidth = 100, .client_bandwidth = 40});
+  std::vector<double> done(3, -1);
+  const std::vector<int> client = {0, 0, 1};
+  for (int i = 0; i < 3; ++i) {
+    d.Transfer(
+        40, [&loop, &done, i] { done[i] = loop.now(); }, client[i]);
+  }
+  double anonymous = -1;  // no client: the device's budget only, after the others
+  loop.After(5, [&] { d.Transfer(40, [&] { anonymous = loop.now(); }); });
+  loop.Run();
+  CHECK(done[0] == Approx(2.0));
+  CHECK(done[1] == Approx(2.0));
+  CHECK(done[2] == Approx(1.2));
+  CHECK(anonymous == Approx(5.4));
+  auto c = ParseSimConfig("shared_fs: {bandwidth: 1G, node_bandwidth: 512M}");
+  REQUIRE(c.ok());
+  CHECK(c->shared_fs.client_bandwidth == Approx(512 << 20));
 }
