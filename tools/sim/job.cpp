@@ -106,7 +106,9 @@ class JobRun {
   // The rank has its step's batch: asks for one more and computes.
   void TakeBatch(Rank& k) {
     if (k.dispatched < steps_) Dispatch(k);
-    loop_->After(job_.compute_seconds, [this] { StepDone(); });
+    const bool first = epoch_ == 0 && step_ == 0;
+    loop_->After(job_.compute_seconds + (first ? job_.first_step_seconds : 0),
+                 [this] { StepDone(); });
   }
 
   void StepDone() {

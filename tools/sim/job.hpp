@@ -32,6 +32,9 @@ struct JobSpec {
   double file_seconds = 0;       // a worker's own time per file once its bytes are in (decoding)
   double start_seconds = 0;      // from the launch (the policy's Launch) to the first epoch
   uint32_t reads_per_file = 1;   // the loader's read calls per file (on the shared file system)
+  // The job's first step's own extra time, every rank: a framework's warm-up
+  // inside the first epoch (tf.function tracing), while the loaders read on.
+  double first_step_seconds = 0;
 };
 
 // Where the loader workers' reads go: one policy (the shared file system

@@ -13,7 +13,8 @@ SharedFsSource::SharedFsSource(EventLoop* loop, SharedDevice* shared_fs,
       bytes_(file_bytes),
       page_cache_(page_cache),
       reads_per_file_(std::max<uint32_t>(reads_per_file, 1)),
-      cache_(nodes) {}
+      cache_(nodes),
+      reading_(nodes) {}
 
 void SharedFsSource::Read(uint32_t node, uint64_t file, EventLoop::Fn done) {
   const uint64_t bytes = (*bytes_)[file];
@@ -25,10 +26,27 @@ void SharedFsSource::Read(uint32_t node, uint64_t file, EventLoop::Fn done) {
     loop_->After(0, std::move(done));
     return;
   }
+  const bool cached = bytes <= page_cache_;
+  if (cached) {
+    auto joined = reading_[node].find(file);
+    if (joined != reading_[node].end()) {
+      counters_.ram_bytes += bytes;
+      joined->second.push_back(std::move(done));
+      return;
+    }
+    reading_[node][file];
+  }
   counters_.shared_fs_bytes += bytes;
-  Request(node, bytes, 0, [this, node, file, done = std::move(done)] {
+  Request(node, bytes, 0, [this, node, file, cached, done = std::move(done)] {
     Keep(node, file);
+    std::vector<EventLoop::Fn> waiting;
+    if (cached) {
+      auto it = reading_[node].find(file);
+      waiting = std::move(it->second);
+      reading_[node].erase(it);
+    }
     done();
+    for (auto& w : waiting) w();
   });
 }
 

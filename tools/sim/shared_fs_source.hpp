@@ -4,7 +4,9 @@
 // with the open latency and its share of the servers' bandwidth and IOPS),
 // unless the node's page cache still holds it: each node keeps the files it
 // read, least recently read out first, up to `page_cache` bytes (the
-// kernel's cache, as a client of a parallel file system has it). Single-thread.
+// kernel's cache, as a client of a parallel file system has it). A read of a
+// file the node is reading already waits for that read (the kernel's page
+// under I/O) and is served from the cache. Single-thread.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +45,8 @@ class SharedFsSource final : public DataSource {
   uint64_t page_cache_;
   uint32_t reads_per_file_;
   std::vector<PageCache> cache_;  // per node
+  // Per node: the files being read into its cache, and the reads waiting for each.
+  std::vector<std::unordered_map<uint64_t, std::vector<EventLoop::Fn>>> reading_;
 };
 
 }  // namespace clairfs::sim

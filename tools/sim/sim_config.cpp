@@ -12,6 +12,7 @@
 
 #include "base/size.hpp"
 #include "partitioner/pack/placement.hpp"
+#include "prefetch/keras/keras_flow.hpp"
 
 namespace clairfs::sim {
 namespace {
@@ -95,6 +96,35 @@ Reader::Setter Flag(bool* out) {
   };
 }
 
+Reader::Setter OrderKindOf(OrderKind* out) {
+  return [out](const YAML::Node& n) {
+    static const std::map<std::string, OrderKind> kinds{{"torch", OrderKind::kTorch},
+                                                        {"keras", OrderKind::kKeras},
+                                                        {"keras-flow", OrderKind::kKerasFlow}};
+    auto it = kinds.find(n.Scalar());
+    if (it == kinds.end()) return false;
+    *out = it->second;
+    return true;
+  };
+}
+
+// What the sampler's keys need of each other and of its kind.
+void CheckSampler(const YAML::Node& root, const SimConfig& c, Reader& r) {
+  const YAML::Node s = root["sampler"];
+  if (!s || !s.IsMap()) return;
+  if (c.order != OrderKind::kTorch && c.sampler_seed > 0xffffffffull) {
+    r.Problem("sampler.seed: Keras's generators take a seed below 2^32");
+  }
+  if (s["keras_version"] && c.order == OrderKind::kTorch) {
+    r.Problem("sampler.keras_version: for kind keras or keras-flow only");
+  }
+  for (const char* key : {"steps_per_epoch", "augment", "fit_shuffle"}) {
+    if (s[key] && c.order != OrderKind::kKerasFlow) {
+      r.Problem(std::string("sampler.") + key + ": for kind keras-flow only");
+    }
+  }
+}
+
 }  // namespace
 
 const std::vector<std::string>& KnownPolicies() {
@@ -126,14 +156,33 @@ Result<SimConfig> ParseSimConfig(const std::string& yaml) {
              {"drop_last", Flag(&j.drop_last)},
              {"file_seconds", Seconds(&j.file_seconds, 1)},
              {"start_seconds", Seconds(&j.start_seconds, 1)},
-             {"reads_per_file", Count(&j.reads_per_file, 1u)}});
+             {"reads_per_file", Count(&j.reads_per_file, 1u)},
+             {"first_step_seconds", Seconds(&j.first_step_seconds, 1)}});
   r.Section(root, "dataset",
             {{"files", Count<uint64_t>(&c.files, 1)},
              {"file_size", Size(&c.file_size)},
              {"file_size_stdev", Size(&c.file_size_stdev)},
-             {"seed", Count<uint64_t>(&c.dataset_seed, 0)}});
+             {"seed", Count<uint64_t>(&c.dataset_seed, 0)},
+             {"classes", Count(&c.classes, 1u)}});
   r.Section(root, "sampler",
-            {{"seed", Count<uint64_t>(&c.sampler_seed, 0)}, {"shuffle", Flag(&c.shuffle)}});
+            {{"seed", Count<uint64_t>(&c.sampler_seed, 0)},
+             {"shuffle", Flag(&c.shuffle)},
+             {"kind", OrderKindOf(&c.order)},
+             {"keras_version",
+              [&c](const YAML::Node& n) {
+                if (!prefetch::KerasVersion::Parse(n.Scalar()).ok()) return false;
+                c.keras_version = n.Scalar();
+                return true;
+              }},
+             {"steps_per_epoch", Count<uint64_t>(&c.steps_per_epoch, 1)},
+             {"augment",
+              [&c](const YAML::Node& n) {
+                if (!prefetch::KerasFlowAugment::Parse(n.Scalar()).ok()) return false;
+                c.augment = n.Scalar();
+                return true;
+              }},
+             {"fit_shuffle", Flag(&c.fit_shuffle)}});
+  CheckSampler(root, c, r);
   r.Section(root, "shared_fs",
             {{"bandwidth", Rate(&c.shared_fs.bandwidth)},
              {"iops", Seconds(&c.shared_fs.iops, 1)},

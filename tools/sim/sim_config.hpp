@@ -16,6 +16,13 @@
 
 namespace clairfs::sim {
 
+// The order's generator (sampler.kind; tools/sim/job_order.hpp).
+enum class OrderKind {
+  kTorch,      // torch's DistributedSampler over every rank
+  kKeras,      // image_dataset_from_directory, sharded after loading (pattern B)
+  kKerasFlow,  // ImageDataGenerator.flow_from_directory and model.fit (pattern A)
+};
+
 struct SimConfig {
   JobSpec job;
   // The dataset: `files` files of `file_size` bytes each, or normally
@@ -24,9 +31,16 @@ struct SimConfig {
   uint64_t file_size = 110 << 10;
   uint64_t file_size_stdev = 0;
   uint64_t dataset_seed = 0;
-  // The order: torch's DistributedSampler with this seed over every rank.
+  // Class directories the files are spread over (the Keras kinds' listing).
+  uint32_t classes = 1;
+  // The order: its generator, with this seed (and shuffle) on every rank.
+  OrderKind order = OrderKind::kTorch;
   uint64_t sampler_seed = 0;
   bool shuffle = true;
+  std::string keras_version = "2.15";  // the Keras kinds' (tf.keras 2: Horovod's)
+  uint64_t steps_per_epoch = 0;        // keras-flow: fit(steps_per_epoch=); 0: every batch
+  std::string augment;                 // keras-flow: ImageDataGenerator's random options
+  bool fit_shuffle = true;             // keras-flow: fit(shuffle=)
   DeviceSpec shared_fs{.bandwidth = 100e6, .iops = 500, .latency = 0.001};
   NodeSpec node{.ssd = {.bandwidth = 2e9, .iops = 100000},
                 .link = {.bandwidth = 10e9, .latency = 5e-6}};

@@ -5,9 +5,9 @@
 #include <memory>
 #include <random>
 
-#include "prefetch/torch/distributed_sampler.hpp"
 #include "tools/sim/clairfs_source.hpp"
 #include "tools/sim/fanstore_source.hpp"
+#include "tools/sim/job_order.hpp"
 #include "tools/sim/nopfs_source.hpp"
 #include "tools/sim/shared_fs_source.hpp"
 
@@ -25,14 +25,15 @@ std::vector<uint64_t> DatasetSizes(const SimConfig& config) {
 
 Result<PolicyRun> RunPolicy(const SimConfig& config, const std::string& policy,
                             const std::vector<uint64_t>& file_bytes, const EpochFn& on_epoch) {
-  const JobSpec& job = config.job;
-  prefetch::DistributedSamplerOptions options;
-  options.num_replicas = static_cast<uint64_t>(job.nodes) * job.ranks_per_node;
-  options.seed = config.sampler_seed;
-  options.shuffle = config.shuffle;
-  options.drop_last = job.drop_last;
-  auto sampler = prefetch::DistributedSampler::Create(file_bytes.size(), options);
-  if (!sampler.ok()) return sampler.status();
+  auto order = MakeJobOrder(config);
+  if (!order.ok()) return order.status();
+  if (order->sampler->dataset_size() != file_bytes.size()) {
+    return Status::InvalidArgument("the order is over " +
+                                   std::to_string(order->sampler->dataset_size()) +
+                                   " files, the dataset has " + std::to_string(file_bytes.size()));
+  }
+  const JobSpec& job = order->job;
+  const prefetch::Sampler& sampler = *order->sampler;
 
   EventLoop loop;
   SharedDevice shared_fs(&loop, config.shared_fs);
@@ -50,7 +51,7 @@ Result<PolicyRun> RunPolicy(const SimConfig& config, const std::string& policy,
     source = std::move(f);
   } else if (policy == "nopfs") {
     NopfsSpec spec{.ram_bytes = config.ram, .ssd_bytes = config.ssd_capacity, .node = config.node};
-    auto n = NopfsSource::Create(&loop, &shared_fs, &file_bytes, *sampler, job, spec);
+    auto n = NopfsSource::Create(&loop, &shared_fs, &file_bytes, sampler, job, spec);
     if (!n.ok()) return n.status();
     source = std::move(n).value();
   } else if (policy == "clairfs") {
@@ -64,14 +65,14 @@ Result<PolicyRun> RunPolicy(const SimConfig& config, const std::string& policy,
                      .stage_yield = config.stage_yield,
                      .stage_whole_chunks = config.stage_whole_chunks,
                      .node = config.node};
-    auto c = ClairfsSource::Create(&loop, &shared_fs, &file_bytes, *sampler, job, spec);
+    auto c = ClairfsSource::Create(&loop, &shared_fs, &file_bytes, sampler, job, spec);
     if (!c.ok()) return c.status();
     clairfs = c->get();
     source = std::move(c).value();
   } else {
     return Status::InvalidArgument("unknown policy '" + policy + "'");
   }
-  auto epochs = RunJob(&loop, job, *sampler, source.get(), on_epoch);
+  auto epochs = RunJob(&loop, job, sampler, source.get(), on_epoch);
   if (!epochs.ok()) return epochs.status();
   PolicyRun run;
   run.policy = policy;

@@ -1,5 +1,5 @@
 // One simulated job per policy, as clairfs-sim runs it: the dataset's file
-// sizes, the order (torch's DistributedSampler over every rank), a fresh
+// sizes, the order (the config's generator, tools/sim/job_order.hpp), a fresh
 // clock and shared file system per policy. Thread-safe (no shared state).
 #pragma once
 
