@@ -54,15 +54,24 @@ Placement PlaceByReader(const format::Manifest& manifest, int ranks,
 Placement PlaceByReader(const std::vector<std::vector<uint64_t>>& first, int ranks) {
   const auto parts = static_cast<uint32_t>(first.size());
   const int n = std::max(ranks, 1);
+  // A row shorter than `ranks` counts 0 for the ranks it lacks; a longer
+  // one's extra ranks are not counted.
+  std::vector<FirstBytes> entries;
+  for (uint32_t p = 0; p < parts; ++p) {
+    for (int r = 0; r < n && static_cast<size_t>(r) < first[p].size(); ++r) {
+      if (first[p][r] > 0) entries.push_back({p, r, first[p][r]});
+    }
+  }
+  return PlaceByReader(entries, parts, n);
+}
+
+Placement PlaceByReader(const std::vector<FirstBytes>& first, uint32_t parts, int ranks) {
+  const int n = std::max(ranks, 1);
   // The strongest preferences first; a rank takes at most ceil(P / N).
   std::vector<std::tuple<uint64_t, uint32_t, int>> wishes;  // bytes, partition, rank
-  // A row shorter than `ranks` counts 0 for the ranks it lacks.
-  const auto at = [&first](uint32_t p, int r) {
-    return static_cast<size_t>(r) < first[p].size() ? first[p][r] : 0;
-  };
-  for (uint32_t p = 0; p < parts; ++p) {
-    for (int r = 0; r < n; ++r) {
-      if (at(p, r) > 0) wishes.emplace_back(at(p, r), p, r);
+  for (const FirstBytes& e : first) {
+    if (e.bytes > 0 && e.partition < parts && e.rank >= 0 && e.rank < n) {
+      wishes.emplace_back(e.bytes, e.partition, e.rank);
     }
   }
   std::sort(wishes.begin(), wishes.end(), [](const auto& a, const auto& b) {
@@ -86,12 +95,11 @@ Placement PlaceByReader(const std::vector<std::vector<uint64_t>>& first, int ran
     ++load[r];
   }
   for (uint32_t p = 0; p < parts; ++p) {
-    const int def = static_cast<int>(p % static_cast<uint32_t>(n));
-    if (out.homes[p] != def) ++out.moved;
-    for (int r = 0; r < n; ++r) {
-      if (r != out.homes[p]) out.peer_bytes += at(p, r);
-      if (r != def) out.default_peer_bytes += at(p, r);
-    }
+    if (out.homes[p] != static_cast<int>(p % static_cast<uint32_t>(n))) ++out.moved;
+  }
+  for (const auto& [bytes, p, r] : wishes) {
+    if (r != out.homes[p]) out.peer_bytes += bytes;
+    if (r != static_cast<int>(p % static_cast<uint32_t>(n))) out.default_peer_bytes += bytes;
   }
   return out;
 }

@@ -53,5 +53,15 @@ Placement PlaceByReader(const format::Manifest& manifest, int ranks,
 // The same from `first[p][r]`, the bytes of partition p that rank r reads
 // first.
 Placement PlaceByReader(const std::vector<std::vector<uint64_t>>& first, int ranks);
+// The same from that table's nonzero entries alone, each (partition, rank)
+// at most once: memory by the entries, not partitions x ranks (the
+// simulator's thousands of nodes). Entries of a rank or partition out of
+// range, or of 0 bytes, are ignored.
+struct FirstBytes {
+  uint32_t partition = 0;
+  int rank = 0;
+  uint64_t bytes = 0;
+};
+Placement PlaceByReader(const std::vector<FirstBytes>& first, uint32_t partitions, int ranks);
 
 }  // namespace clairfs::fs

@@ -19,15 +19,16 @@ Clock::TimePoint ClairfsSource::LoopClock::Now() const {
 
 ClairfsSource::ClairfsSource(EventLoop* loop, SharedDevice* shared_fs,
                              const std::vector<uint64_t>* file_bytes, const ClairfsSpec& spec,
-                             uint32_t nodes, std::vector<uint32_t> partition_of,
+                             NodeReads reads, std::vector<uint32_t> partition_of,
                              std::vector<int> homes)
     : loop_(loop),
       fs_(shared_fs),
       bytes_(file_bytes),
       spec_(spec),
-      nodes_(nodes),
+      nodes_(reads.nodes()),
       clock_(loop),
-      node_(nodes),
+      node_(reads.nodes()),
+      reads_(std::move(reads)),
       partition_of_(std::move(partition_of)),
       homes_(std::move(homes)) {
   spec_.fetch_slots = std::max(spec_.fetch_slots, 1u);
@@ -42,6 +43,36 @@ ClairfsSource::ClairfsSource(EventLoop* loop, SharedDevice* shared_fs,
     n.link = std::make_unique<SharedDevice>(loop, spec.node.link);
   }
 }
+
+namespace {
+
+// The bytes of each partition each node reads first (first[f]: file f's
+// first reader, -1 none), only the nonzero (partition, node) pairs: at most
+// one per file, where the table would be partitions x nodes.
+std::vector<fs::FirstBytes> FirstBytesByNode(const std::vector<int>& first,
+                                             const std::vector<uint32_t>& partition_of,
+                                             const std::vector<uint64_t>& file_bytes) {
+  std::vector<fs::FirstBytes> pairs;
+  for (size_t f = 0; f < first.size(); ++f) {
+    if (first[f] >= 0) pairs.push_back({partition_of[f], first[f], file_bytes[f]});
+  }
+  std::sort(pairs.begin(), pairs.end(), [](const fs::FirstBytes& a, const fs::FirstBytes& b) {
+    return a.partition != b.partition ? a.partition < b.partition : a.rank < b.rank;
+  });
+  size_t out = 0;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    if (out > 0 && pairs[out - 1].partition == pairs[i].partition &&
+        pairs[out - 1].rank == pairs[i].rank) {
+      pairs[out - 1].bytes += pairs[i].bytes;
+    } else {
+      pairs[out++] = pairs[i];
+    }
+  }
+  pairs.resize(out);
+  return pairs;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<ClairfsSource>> ClairfsSource::Create(
     EventLoop* loop, SharedDevice* shared_fs, const std::vector<uint64_t>* file_bytes,
@@ -62,10 +93,10 @@ Result<std::unique_ptr<ClairfsSource>> ClairfsSource::Create(
     placed[f] = {names.empty() ? std::string_view() : std::string_view(names[f]), (*file_bytes)[f]};
   }
   std::vector<uint32_t> partition_of = (*policy)->Assign(placed, fixed.partitions);
-  prefetch::PlannerInput input;
-  input.order = prefetch::OrderSourceFromSampler(sampler);
-  input.file_of_index.resize(file_bytes->size());
-  std::iota(input.file_of_index.begin(), input.file_of_index.end(), prefetch::FileId{0});
+  placed = {};
+  names = {};
+  auto reads = NodeReads::Build(sampler, job);
+  if (!reads.ok()) return reads.status();
   const uint64_t world = static_cast<uint64_t>(job.nodes) * job.ranks_per_node;
   // Homes as the daemon's with the sampler's settings: each partition on the
   // node that reads most of its bytes first in the first epoch
@@ -82,21 +113,28 @@ Result<std::unique_ptr<ClairfsSource>> ClairfsSource::Create(
     }
     auto orders = sampler.OrderRanks(ranks, 0);
     if (!orders.ok()) return orders.status();
+    std::vector<prefetch::FileId> identity(file_bytes->size());
+    std::iota(identity.begin(), identity.end(), prefetch::FileId{0});
     const std::vector<int> first =
-        prefetch::FirstReadingNodes(*orders, node_of, input.file_of_index, file_bytes->size());
-    std::vector<std::vector<uint64_t>> first_bytes(fixed.partitions,
-                                                   std::vector<uint64_t>(job.nodes, 0));
-    for (size_t f = 0; f < first.size(); ++f) {
-      if (first[f] >= 0) first_bytes[partition_of[f]][first[f]] += (*file_bytes)[f];
-    }
-    homes = fs::PlaceByReader(first_bytes, static_cast<int>(job.nodes)).homes;
+        prefetch::FirstReadingNodes(*orders, node_of, identity, file_bytes->size());
+    homes = fs::PlaceByReader(FirstBytesByNode(first, partition_of, *file_bytes), fixed.partitions,
+                              static_cast<int>(job.nodes))
+                .homes;
   }
-  std::unique_ptr<ClairfsSource> s(new ClairfsSource(loop, shared_fs, file_bytes, fixed, job.nodes,
+  std::unique_ptr<ClairfsSource> s(new ClairfsSource(loop, shared_fs, file_bytes, fixed,
+                                                     std::move(reads).value(),
                                                      std::move(partition_of), std::move(homes)));
-  // One size table for every node's planner: Planner::Create copies the
-  // input, and with it only the pointer.
-  input.file_size = prefetch::ShareSizes(*file_bytes);
   for (uint32_t n = 0; n < job.nodes; ++n) {
+    // The node's planner over its own files: their sizes and the orders in
+    // their compact ids, which are also the planner's file ids.
+    const std::vector<uint32_t>& files = s->reads_.Files(n);
+    prefetch::PlannerInput input;
+    input.order = s->reads_.OrderSourceOf(n);
+    input.file_of_index.resize(files.size());
+    std::iota(input.file_of_index.begin(), input.file_of_index.end(), prefetch::FileId{0});
+    std::vector<uint64_t> sizes(files.size());
+    for (size_t c = 0; c < files.size(); ++c) sizes[c] = (*file_bytes)[files[c]];
+    input.file_size = prefetch::ShareSizes(std::move(sizes));
     prefetch::PlannerConfig c;
     c.local_ranks = prefetch::BlockLocalRanks(n, job.ranks_per_node, world);
     c.end_epoch = job.epochs;
@@ -104,7 +142,7 @@ Result<std::unique_ptr<ClairfsSource>> ClairfsSource::Create(
     c.num_workers = job.workers;
     c.prefetch_factor = job.prefetch_factor;
     c.budget_bytes = spec.ram_bytes;
-    auto planner = prefetch::Planner::Create(c, input, s->clock_);
+    auto planner = prefetch::Planner::Create(c, std::move(input), s->clock_);
     if (!planner.ok()) return planner.status();
     s->node_[n].planner = std::move(planner).value();
   }
@@ -262,14 +300,15 @@ void ClairfsSource::Pump(uint32_t node) {
   while (k.in_flight < spec_.fetch_slots) {
     prefetch::FetchPlan plan = k.planner->NextFetches(spec_.fetch_slots - k.in_flight);
     if (plan.fetch.empty()) return;
-    for (prefetch::FileId f : plan.fetch) {
+    for (prefetch::FileId c : plan.fetch) {
+      const uint64_t f = reads_.Files(node)[c];  // the planner's ids are the node's compact ones
       k.in_flight++;
       k.waiting.try_emplace(f);
       prefetched_.reads++;
-      Fetch(node, f, &prefetched_, [this, node, f] {
+      Fetch(node, f, &prefetched_, [this, node, c, f] {
         Node& k = node_[node];
         k.in_flight--;
-        k.planner->OnFetched(f, (*bytes_)[f]);  // what it says to drop is no longer counted
+        k.planner->OnFetched(c, (*bytes_)[f]);  // what it says to drop is no longer counted
         auto it = k.waiting.find(f);
         if (it != k.waiting.end()) {
           for (auto& open : it->second) loop_->After(0, std::move(open));
@@ -285,7 +324,8 @@ void ClairfsSource::Read(uint32_t node, uint64_t file, EventLoop::Fn done) {
   Node& k = node_[node];
   const uint64_t n = (*bytes_)[file];
   counters_.reads++;
-  const prefetch::OpenResult open = k.planner->OnOpen(static_cast<prefetch::FileId>(file));
+  // A file the node's orders do not name is one the planner has no id for.
+  const prefetch::OpenResult open = k.planner->OnOpen(reads_.Find(node, file));
   auto it = k.waiting.find(file);
   if (open.ready) {
     counters_.ram_bytes += n;

@@ -18,7 +18,13 @@
 // shared file system, and `stage_yield` seconds after the last (not at all with 0). So every byte
 // is read from the shared file system once; with `stage_whole_chunks` staging reads its chunks
 // whole instead, over what reads brought already (as the daemon did before issue #28). The
-// planner's fetches are counted in prefetched(). Single-thread (the EventLoop's).
+// planner's fetches are counted in prefetched().
+//
+// Memory: each node's planner is given only the files the node's ranks read over the job, in
+// compact ids (NodeReads): the same planner over a smaller dataset, with the same decisions (the
+// ids keep the files' order), its state O(those files) instead of O(dataset). Homes by reader
+// take the first epoch's first readers (O(dataset), once) and the nonzero (partition, node)
+// byte counts, not a partitions x nodes table. Single-thread (the EventLoop's).
 #pragma once
 
 #include <cstdint>
@@ -32,6 +38,7 @@
 #include "prefetch/planner/planner.hpp"
 #include "tools/sim/fanstore_source.hpp"
 #include "tools/sim/job.hpp"
+#include "tools/sim/node_reads.hpp"
 #include "tools/sim/shared_device.hpp"
 
 namespace clairfs::sim {
@@ -80,10 +87,10 @@ class ClairfsSource final : public DataSource {
     bool busy = false;
   };
   struct Node {
-    std::unique_ptr<prefetch::Planner> planner;
+    std::unique_ptr<prefetch::Planner> planner;  // in the node's compact ids (reads_)
     std::unique_ptr<SharedDevice> ssd, link;
     uint32_t in_flight = 0;
-    // Per file being fetched: the opens waiting for it.
+    // Per dataset file being fetched: the opens waiting for it.
     std::unordered_map<uint64_t, std::vector<EventLoop::Fn>> waiting;
     // Staging: this node's partitions no copying thread has begun, the
     // next first, and the threads.
@@ -95,7 +102,7 @@ class ClairfsSource final : public DataSource {
   };
   enum FileState : char { kNotStaged = 0, kStaging = 1, kOnSsd = 2 };
   ClairfsSource(EventLoop* loop, SharedDevice* shared_fs, const std::vector<uint64_t>* file_bytes,
-                const ClairfsSpec& spec, uint32_t nodes, std::vector<uint32_t> partition_of,
+                const ClairfsSpec& spec, NodeReads reads, std::vector<uint32_t> partition_of,
                 std::vector<int> homes);
   uint32_t PartitionOf(uint64_t file) const { return partition_of_[file]; }
   uint32_t Home(uint32_t partition) const {
@@ -124,8 +131,9 @@ class ClairfsSource final : public DataSource {
   uint32_t nodes_;
   LoopClock clock_;
   std::vector<Node> node_;
-  std::vector<uint32_t> partition_of_;                  // per file
-  std::vector<int> homes_;                              // per partition; empty: p mod N
+  NodeReads reads_;                     // each node's files: its planner's compact ids
+  std::vector<uint32_t> partition_of_;  // per file
+  std::vector<int> homes_;              // per partition; empty: p mod N
   std::vector<std::vector<uint64_t>> partition_files_;  // per partition, in its pack's order
   std::vector<char> state_;                             // per file: a FileState
   // Per file in kStaging: the reads waiting for it to land.

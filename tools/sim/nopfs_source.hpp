@@ -7,7 +7,8 @@
 // already holds them: the cheapest source); later reads take the file from
 // the node's own tier, else from a node that holds it, else from the shared
 // file system. NoPFS's own prefetcher is not modelled (the job's loader
-// reads ahead as in every policy). Single-thread.
+// reads ahead as in every policy). A node's tiers are kept for the files it
+// reads (NodeReads), not for the whole dataset. Single-thread.
 #pragma once
 
 #include <array>
@@ -19,6 +20,7 @@
 #include "prefetch/order/sampler.hpp"
 #include "tools/sim/fanstore_source.hpp"
 #include "tools/sim/job.hpp"
+#include "tools/sim/node_reads.hpp"
 #include "tools/sim/shared_device.hpp"
 
 namespace clairfs::sim {
@@ -40,23 +42,24 @@ class NopfsSource final : public DataSource {
 
   enum class Tier : uint8_t { kNone, kRam, kSsd };
   // Where `node` keeps `file` (whether it holds it yet or not).
-  Tier TierOf(uint32_t node, uint64_t file) const { return tier_[node][file]; }
+  Tier TierOf(uint32_t node, uint64_t file) const;
   // A node that holds `file` now, other than `node` (the lowest numbered):
   // where a first read of it on `node` comes from; -1 if none. O(1).
   int Holder(uint32_t node, uint64_t file) const;
 
  private:
   NopfsSource(EventLoop* loop, SharedDevice* shared_fs, const std::vector<uint64_t>* file_bytes,
-              const NopfsSpec& spec, uint32_t nodes);
-  // `node` now holds `file`.
-  void Hold(uint32_t node, uint64_t file);
+              const NopfsSpec& spec, NodeReads reads);
+  // `node` now holds `file` (its compact id `c` there).
+  void Hold(uint32_t node, uint64_t file, prefetch::FileId c);
 
   EventLoop* loop_;
   SharedDevice* fs_;
   const std::vector<uint64_t>* bytes_;
   NopfsSpec spec_;
-  std::vector<std::vector<Tier>> tier_;  // by node, file: where it is kept
-  std::vector<std::vector<char>> held_;  // by node, file: there now
+  NodeReads reads_;                      // each node's files, by compact id
+  std::vector<std::vector<Tier>> tier_;  // by node, compact id: where it is kept
+  std::vector<std::vector<char>> held_;  // by node, compact id: there now
   // By file: the two lowest numbered nodes that hold it (kNobody: fewer
   // hold it). Holder needs no more: whichever of them is not the reader.
   static constexpr uint32_t kNobody = UINT32_MAX;

@@ -101,6 +101,37 @@ TEST_CASE("partitions are homed on the rank that reads them first", "[dist]") {
   CHECK(p.moved == 0);
 }
 
+TEST_CASE("homes by reader from the table's nonzero entries equal those from the table", "[dist]") {
+  // Random tables, most entries 0, ties among equal byte counts included;
+  // the sparse list is given in shuffled order (its order must not matter).
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 50; ++round) {
+    const uint32_t parts = 1 + rng() % 24;
+    const int ranks = 1 + static_cast<int>(rng() % 9);
+    std::vector<std::vector<uint64_t>> table(parts, std::vector<uint64_t>(ranks, 0));
+    std::vector<FirstBytes> entries;
+    for (uint32_t p = 0; p < parts; ++p) {
+      for (int r = 0; r < ranks; ++r) {
+        if (rng() % 3 != 0) continue;
+        table[p][r] = 1 + rng() % 4;
+        entries.push_back({p, r, table[p][r]});
+      }
+    }
+    std::shuffle(entries.begin(), entries.end(), rng);
+    const Placement dense = PlaceByReader(table, ranks);
+    const Placement sparse = PlaceByReader(entries, parts, ranks);
+    CHECK(sparse.homes == dense.homes);
+    CHECK(sparse.moved == dense.moved);
+    CHECK(sparse.peer_bytes == dense.peer_bytes);
+    CHECK(sparse.default_peer_bytes == dense.default_peer_bytes);
+  }
+  // Out of range or empty entries are ignored, as the table has no place for them.
+  const Placement p = PlaceByReader({{0, 1, 5}, {1, 7, 9}, {9, 0, 9}, {1, 0, 0}}, 2, 2);
+  CHECK(p.homes == std::vector<int>{1, 0});
+  CHECK(p.peer_bytes == 0);
+  CHECK(p.default_peer_bytes == 5);
+}
+
 TEST_CASE("remote partitions are read from their owners", "[dist]") {
   Dataset d(6, 1);
   Ranks ranks(d, 3);
