@@ -227,7 +227,7 @@ void NopfsSource::Pump(uint64_t r) {
     uint64_t id = FindStaged(node, c, st.epoch, false);
     if (id == 0) {
       id = next_id_++;
-      staged_[id] = Staged{.epoch = st.epoch};
+      staged_[id].epoch = st.epoch;
       staged_ids_[node][c].push_back(id);
     }
     staged_.at(id).rank = static_cast<int64_t>(r);

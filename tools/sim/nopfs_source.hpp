@@ -14,12 +14,15 @@
 // accesses in order, epoch after epoch from the job's launch (they move to
 // the next epoch once every fetch of the current one is done, not when the
 // job's loader restarts), each from the cheapest source as above, into a
-// buffer of `staging_bytes` (an access is started once its bytes fit beside
-// the staged accesses not yet taken; one larger than the buffer waits until
-// the buffer is empty). The job's loader then takes each file from the
-// buffer (counted as RAM reads; where the prefetcher got the bytes is in
-// prefetched()), waiting for it when it is not staged yet; a taken access
-// frees its bytes. NoPFS's threads also run the job's transforms: a thread
+// buffer of `staging_bytes` (an access is started once its sample, of
+// `sample_bytes` or the file's size, fits beside the staged accesses not yet
+// taken; one larger than the buffer waits until the buffer is empty). The
+// job's loader then takes each file from the buffer (counted as RAM reads;
+// where the prefetcher got the bytes is in prefetched()), waiting for it
+// when it is not staged yet; a taken access frees its bytes. A read names a
+// node, not a rank: it takes an access of that file in the job's current
+// epoch staged by any of the node's ranks (the same rank's, but for a file
+// two of them read in one epoch). NoPFS's threads also run the job's transforms: a thread
 // spends the job's file_seconds on each file after its bytes are in, and the
 // loader's workers spend none (decodes()). Without the prefetcher, the
 // loader's reads go to the tiers directly and its workers decode.
@@ -55,7 +58,8 @@ struct NopfsSpec {
 
 class NopfsSource final : public DataSource {
  public:
-  // Reads every epoch's order from `sampler` now (to count accesses).
+  // Reads every epoch's order from `sampler` now (to count accesses and to
+  // know each rank's). InvalidArgument for a prefetcher of no threads.
   static Result<std::unique_ptr<NopfsSource>> Create(EventLoop* loop, SharedDevice* shared_fs,
                                                      const std::vector<uint64_t>* file_bytes,
                                                      const prefetch::Sampler& sampler,

@@ -260,8 +260,9 @@ TEST_CASE("NoPFS: without the prefetcher the loader reads the tiers; a file past
   // No threads: refused.
   EventLoop loop;
   SharedDevice fs(&loop, DeviceSpec{.bandwidth = 100});
-  CHECK_FALSE(
-      NopfsSource::Create(&loop, &fs, &bytes, order, job, NopfsSpec{.prefetch_threads = 0}).ok());
+  CHECK_FALSE(NopfsSource::Create(&loop, &fs, &bytes, order, job,
+                                  NopfsSpec{.node = {}, .prefetch_threads = 0})
+                  .ok());
 }
 
 TEST_CASE("NoPFS: the prefetcher's threads decode; the loader's workers do not", "[sim]") {
