@@ -52,19 +52,20 @@ struct SimConfig {
   // shared-fs: each node's page cache for the files it read (LRU); unset: `ram`.
   std::optional<uint64_t> page_cache;
   uint64_t ssd_capacity = 256ull << 30;  // NoPFS: each node's SSD tier
+  uint32_t fetch_slots = 2;              // clairfs: a node's fetches in flight (prefetch_threads)
+  std::string placement = "balanced";    // clairfs: clairfs-partition's --placement
+  bool homes_by_reader = true;        // clairfs: homes where the first epoch reads (the daemon's)
+  uint32_t stage_threads = 2;         // clairfs: a node's copying threads (stage_threads)
+  uint64_t stage_chunk = 4ull << 20;  // clairfs: bytes a staging read takes at most
+  double stage_yield = 0.005;         // clairfs: staging's pause after a read of its packs
+  bool stage_whole_chunks = false;    // clairfs: staging reads chunks whole, holes or not
   // NoPFS's staging-buffer prefetcher (nopfs_source.hpp): on, each rank's
-  // buffer bytes and fetches at once (NoPFS's lassen.cfg: 1024 MB, 8 threads).
+  // buffer bytes and fetches at once (NoPFS's lassen.cfg: 1024 MB, 8 threads),
+  // a staged sample's bytes (0: the file's).
   bool nopfs_prefetcher = true;
   uint64_t nopfs_staging = 1024ull << 20;
   uint32_t nopfs_threads = 8;
-  uint64_t nopfs_sample_bytes = 0;     // a staged sample's bytes; 0: the file's
-  uint32_t fetch_slots = 2;            // clairfs: a node's fetches in flight (prefetch_threads)
-  std::string placement = "balanced";  // clairfs: clairfs-partition's --placement
-  bool homes_by_reader = true;         // clairfs: homes where the first epoch reads (the daemon's)
-  uint32_t stage_threads = 2;          // clairfs: a node's copying threads (stage_threads)
-  uint64_t stage_chunk = 4ull << 20;   // clairfs: bytes a staging read takes at most
-  double stage_yield = 0.005;          // clairfs: staging's pause after a read of its packs
-  bool stage_whole_chunks = false;     // clairfs: staging reads chunks whole, holes or not
+  uint64_t nopfs_sample_bytes = 0;
   std::vector<std::string> policies{"shared-fs", "fanstore", "nopfs", "clairfs"};
 };
 
