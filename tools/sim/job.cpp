@@ -155,7 +155,7 @@ class JobRun {
       return RunWorker(k, w);
     }
     source_->Read(k.node, k.batches[batch][file], [this, &k, w, batch, file] {
-      if (job_.file_seconds <= 0) return LoadFile(k, w, batch, file + 1);
+      if (job_.file_seconds <= 0 || source_->decodes()) return LoadFile(k, w, batch, file + 1);
       loop_->After(job_.file_seconds,
                    [this, &k, w, batch, file] { LoadFile(k, w, batch, file + 1); });
     });

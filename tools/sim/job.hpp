@@ -55,6 +55,10 @@ class DataSource {
   // A worker of a rank on `node` reads dataset file `file` whole; `done`
   // runs once it has the bytes.
   virtual void Read(uint32_t node, uint64_t file, EventLoop::Fn done) = 0;
+  // The policy decodes each file itself before the loader takes it (NoPFS's
+  // prefetcher threads run the transforms): the loader's workers then spend
+  // no file_seconds of their own.
+  virtual bool decodes() const { return false; }
   // The job's reads, by where each was served from.
   const SourceCounters& counters() const { return counters_; }
   // What the policy read on its own ahead of the job's reads (clairfs's

@@ -29,6 +29,9 @@ Result<std::unique_ptr<NopfsSource>> NopfsSource::Create(EventLoop* loop, Shared
                                                          const prefetch::Sampler& sampler,
                                                          const JobSpec& job,
                                                          const NopfsSpec& spec) {
+  if (spec.prefetcher && spec.prefetch_threads == 0) {
+    return Status::InvalidArgument("NoPFS's prefetcher needs at least one thread");
+  }
   auto reads = NodeReads::Build(sampler, job);
   if (!reads.ok()) return reads.status();
   std::unique_ptr<NopfsSource> s(
@@ -67,6 +70,24 @@ Result<std::unique_ptr<NopfsSource>> NopfsSource::Create(EventLoop* loop, Shared
       }
     }
   }
+  // The loader's accesses of each epoch, as the job cuts them: its steps are
+  // the fewest batches of any rank.
+  s->ranks_per_node_ = job.ranks_per_node;
+  s->decode_seconds_ = job.file_seconds;
+  s->stagers_.resize(static_cast<size_t>(job.nodes) * job.ranks_per_node);
+  s->staged_ids_.resize(job.nodes);
+  for (uint32_t e = 0; e < job.epochs; ++e) {
+    uint64_t steps = UINT64_MAX;
+    for (uint32_t n = 0; n < job.nodes; ++n) {
+      for (uint32_t g = 0; g < job.ranks_per_node; ++g) {
+        const uint64_t size = r.Order(n, e, g).size();
+        const uint64_t batches =
+            job.drop_last ? size / job.batch_size : (size + job.batch_size - 1) / job.batch_size;
+        steps = std::min(steps, batches);
+      }
+    }
+    s->reads_per_epoch_.push_back(steps * job.batch_size);
+  }
   return s;
 }
 
@@ -94,18 +115,17 @@ void NopfsSource::Hold(uint32_t node, uint64_t file, prefetch::FileId c) {
   }
 }
 
-void NopfsSource::Read(uint32_t node, uint64_t file, EventLoop::Fn done) {
+void NopfsSource::Fetch(uint32_t node, uint64_t file, prefetch::FileId c, SourceCounters* count,
+                        EventLoop::Fn done) {
   const uint64_t n = (*bytes_)[file];
-  counters_.reads++;
-  // A file the node's orders do not name (a caller's own read) is kept in no tier.
-  const prefetch::FileId c = reads_.Find(node, file);
+  count->reads++;
   const Tier tier = c == prefetch::kNoFile ? Tier::kNone : tier_[node][c];
   if (c != prefetch::kNoFile && held_[node][c]) {
     if (tier == Tier::kRam) {
-      counters_.ram_bytes += n;
+      count->ram_bytes += n;
       loop_->After(0, std::move(done));
     } else {
-      counters_.local_bytes += n;
+      count->local_bytes += n;
       ssd_[node]->Transfer(n, std::move(done));
     }
     return;
@@ -117,17 +137,111 @@ void NopfsSource::Read(uint32_t node, uint64_t file, EventLoop::Fn done) {
   };
   const int from = Holder(node, file);
   if (from < 0) {
-    counters_.shared_fs_bytes += n;
+    count->shared_fs_bytes += n;
     fs_->Transfer(n, std::move(keep), static_cast<int>(node));
     return;
   }
-  counters_.peer_bytes += n;
+  count->peer_bytes += n;
   SharedDevice* link = link_[from].get();
   if (TierOf(static_cast<uint32_t>(from), file) == Tier::kRam) {
     link->Transfer(n, std::move(keep));
   } else {
     ssd_[from]->Transfer(
         n, [link, n, keep = std::move(keep)]() mutable { link->Transfer(n, std::move(keep)); });
+  }
+}
+
+void NopfsSource::Read(uint32_t node, uint64_t file, EventLoop::Fn done) {
+  // A file the node's orders do not name (a caller's own read) is kept in no
+  // tier and staged by no prefetcher.
+  const prefetch::FileId c = reads_.Find(node, file);
+  if (!spec_.prefetcher || c == prefetch::kNoFile) {
+    Fetch(node, file, c, &counters_, std::move(done));
+    return;
+  }
+  counters_.reads++;
+  uint64_t id = FindStaged(node, c, epoch_, true);
+  if (id == 0) {
+    // Ahead of the rank's prefetcher: wait until it has fetched the access.
+    id = next_id_++;
+    staged_[id] = Staged{.epoch = epoch_, .waiter = std::move(done)};
+    staged_ids_[node][c].push_back(id);
+    return;
+  }
+  Staged& s = staged_.at(id);
+  if (s.ready) return Take(id, node, c, std::move(done));
+  s.waiter = std::move(done);
+}
+
+void NopfsSource::Launch() {
+  if (!spec_.prefetcher) return;
+  for (uint64_t r = 0; r < stagers_.size(); ++r) Pump(r);
+}
+
+void NopfsSource::StartEpoch(uint32_t epoch) { epoch_ = epoch; }
+
+uint64_t NopfsSource::FindStaged(uint32_t node, uint32_t c, uint32_t epoch, bool loader) const {
+  auto it = staged_ids_[node].find(c);
+  if (it == staged_ids_[node].end()) return 0;
+  for (uint64_t id : it->second) {
+    const Staged& s = staged_.at(id);
+    if (s.epoch == epoch && (loader ? !s.waiter : s.rank < 0)) return id;
+  }
+  return 0;
+}
+
+void NopfsSource::Take(uint64_t id, uint32_t node, uint32_t c, EventLoop::Fn done) {
+  const auto r = static_cast<uint64_t>(staged_.at(id).rank);
+  const uint64_t file = reads_.Files(node)[c];
+  counters_.ram_bytes += (*bytes_)[file];
+  stagers_[r].used -= StagedBytes(file);
+  staged_.erase(id);
+  auto it = staged_ids_[node].find(c);
+  std::erase(it->second, id);
+  if (it->second.empty()) staged_ids_[node].erase(it);
+  loop_->After(0, std::move(done));
+  Pump(r);
+}
+
+void NopfsSource::Pump(uint64_t r) {
+  Stager& st = stagers_[r];
+  const auto node = static_cast<uint32_t>(r / ranks_per_node_);
+  const auto g = static_cast<uint32_t>(r % ranks_per_node_);
+  while (st.busy < spec_.prefetch_threads && st.epoch < reads_per_epoch_.size()) {
+    const std::vector<uint32_t>& order = reads_.Order(node, st.epoch, g);
+    if (st.next >= std::min<uint64_t>(order.size(), reads_per_epoch_[st.epoch])) {
+      // NoPFS's threads start the next epoch together, once the last fetch
+      // of this one is done.
+      if (st.busy > 0) return;
+      st.epoch++;
+      st.next = 0;
+      continue;
+    }
+    const uint32_t c = order[st.next];
+    const uint64_t file = reads_.Files(node)[c];
+    const uint64_t n = StagedBytes(file);
+    if (st.used > 0 && st.used + n > spec_.staging_bytes) return;
+    st.next++;
+    st.busy++;
+    st.used += n;
+    uint64_t id = FindStaged(node, c, st.epoch, false);
+    if (id == 0) {
+      id = next_id_++;
+      staged_[id].epoch = st.epoch;
+      staged_ids_[node][c].push_back(id);
+    }
+    staged_.at(id).rank = static_cast<int64_t>(r);
+    auto staged = [this, r, id, node, c] {
+      stagers_[r].busy--;
+      Staged& s = staged_.at(id);
+      s.ready = true;
+      if (s.waiter) return Take(id, node, c, std::move(s.waiter));
+      Pump(r);
+    };
+    Fetch(node, file, c, &prefetched_, [this, staged = std::move(staged)]() mutable {
+      if (decode_seconds_ <= 0) return staged();
+      loop_->After(decode_seconds_, std::move(staged));
+    });
   }
 }
 

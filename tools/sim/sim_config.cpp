@@ -203,6 +203,14 @@ Result<SimConfig> ParseSimConfig(const std::string& yaml) {
                 return true;
               }}});
   r.Section(root, "fanstore", {{"partitions", Count(&c.partitions, 0u)}});
+  r.Section(root, "nopfs",
+            {{"prefetcher", Flag(&c.nopfs_prefetcher)},
+             {"staging_buffer",
+              [&c](const YAML::Node& n) {
+                return ParseSize(n.Scalar(), &c.nopfs_staging) && c.nopfs_staging > 0;
+              }},
+             {"prefetch_threads", Count(&c.nopfs_threads, 1u)},
+             {"sample_bytes", Size(&c.nopfs_sample_bytes)}});
   r.Section(root, "clairfs",
             {{"fetch_slots", Count(&c.fetch_slots, 1u)},
              {"stage_threads", Count(&c.stage_threads, 1u)},
@@ -239,7 +247,7 @@ Result<SimConfig> ParseSimConfig(const std::string& yaml) {
         }
       }
     } else if (key != "job" && key != "dataset" && key != "sampler" && key != "shared_fs" &&
-               key != "node" && key != "fanstore" && key != "clairfs") {
+               key != "node" && key != "fanstore" && key != "nopfs" && key != "clairfs") {
       r.Problem(key + ": unknown section");
     }
   }

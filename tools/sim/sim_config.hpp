@@ -59,6 +59,13 @@ struct SimConfig {
   uint64_t stage_chunk = 4ull << 20;  // clairfs: bytes a staging read takes at most
   double stage_yield = 0.005;         // clairfs: staging's pause after a read of its packs
   bool stage_whole_chunks = false;    // clairfs: staging reads chunks whole, holes or not
+  // NoPFS's staging-buffer prefetcher (nopfs_source.hpp): on, each rank's
+  // buffer bytes and fetches at once (NoPFS's lassen.cfg: 1024 MB, 8 threads),
+  // a staged sample's bytes (0: the file's).
+  bool nopfs_prefetcher = true;
+  uint64_t nopfs_staging = 1024ull << 20;
+  uint32_t nopfs_threads = 8;
+  uint64_t nopfs_sample_bytes = 0;
   std::vector<std::string> policies{"shared-fs", "fanstore", "nopfs", "clairfs"};
 };
 

@@ -50,7 +50,13 @@ Result<PolicyRun> RunPolicy(const SimConfig& config, const std::string& policy,
     fanstore = f.get();
     source = std::move(f);
   } else if (policy == "nopfs") {
-    NopfsSpec spec{.ram_bytes = config.ram, .ssd_bytes = config.ssd_capacity, .node = config.node};
+    NopfsSpec spec{.ram_bytes = config.ram,
+                   .ssd_bytes = config.ssd_capacity,
+                   .node = config.node,
+                   .prefetcher = config.nopfs_prefetcher,
+                   .staging_bytes = config.nopfs_staging,
+                   .prefetch_threads = config.nopfs_threads,
+                   .sample_bytes = config.nopfs_sample_bytes};
     auto n = NopfsSource::Create(&loop, &shared_fs, &file_bytes, sampler, job, spec);
     if (!n.ok()) return n.status();
     source = std::move(n).value();

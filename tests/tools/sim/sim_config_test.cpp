@@ -45,6 +45,18 @@ policies: [fanstore]
   CHECK(*std::min_element(sizes.begin(), sizes.end()) < (64u << 10));
   CHECK(*std::max_element(sizes.begin(), sizes.end()) > (64u << 10));
   CHECK(ParseSimConfig("")->partitions == 4);
+  // NoPFS's prefetcher: on by default, NoPFS's Lassen config's buffer and threads.
+  CHECK(ParseSimConfig("")->nopfs_prefetcher);
+  CHECK(ParseSimConfig("")->nopfs_staging == uint64_t{1} << 30);
+  CHECK(ParseSimConfig("")->nopfs_threads == 8);
+  CHECK(ParseSimConfig("")->nopfs_sample_bytes == 0);
+  auto n = ParseSimConfig(
+      "nopfs: {prefetcher: false, staging_buffer: 256M, prefetch_threads: 4, sample_bytes: 147K}");
+  REQUIRE(n.ok());
+  CHECK_FALSE(n->nopfs_prefetcher);
+  CHECK(n->nopfs_staging == uint64_t{256} << 20);
+  CHECK(n->nopfs_threads == 4);
+  CHECK(n->nopfs_sample_bytes == 147 << 10);
 }
 
 TEST_CASE("every problem of a config is named at once", "[sim]") {
@@ -52,6 +64,7 @@ TEST_CASE("every problem of a config is named at once", "[sim]") {
 job: {nodes: 0, epochs: two, speed: 3, reads_per_file: 0, file_seconds: -1}
 shared_fs: {bandwidth: fast}
 clairfs: {stage_threads: 0}
+nopfs: {prefetch_threads: 0, staging_buffer: 0, prefetcher: maybe, threads: 2}
 policies: [fanstore, magic]
 extra: 1
 )");
@@ -61,7 +74,9 @@ extra: 1
        {"job.nodes: bad value '0'", "job.epochs: bad value 'two'", "job.speed: unknown key",
         "job.reads_per_file: bad value '0'", "job.file_seconds: bad value '-1'",
         "shared_fs.bandwidth: bad value 'fast'", "clairfs.stage_threads: bad value '0'",
-        "unknown policy 'magic'", "extra: unknown section"}) {
+        "unknown policy 'magic'", "extra: unknown section", "nopfs.prefetch_threads: bad value '0'",
+        "nopfs.staging_buffer: bad value '0'", "nopfs.prefetcher: bad value 'maybe'",
+        "nopfs.threads: unknown key"}) {
     INFO(want);
     CHECK(m.find(want) != std::string::npos);
   }
@@ -85,7 +100,7 @@ dataset: {files: 301, file_size: 10K, file_size_stdev: 3K}
     auto run = RunPolicy(*c, policy, sizes);
     REQUIRE(run.ok());
     REQUIRE(run->epochs.size() == 2);
-    uint64_t staged = 0, prefetched = 0;
+    uint64_t staged = 0, prefetched = 0, staged_all = 0, want_all = 0, prefetched_reads = 0;
     for (uint32_t e = 0; e < 2; ++e) {
       const uint64_t want = testing::OrderBytes(*sampler, e, sizes);
       const SourceCounters& s = run->epochs[e].sources;
@@ -93,10 +108,20 @@ dataset: {files: 301, file_size: 10K, file_size_stdev: 3K}
       INFO(policy << " epoch " << e);
       CHECK(s.ram_bytes + s.local_bytes + s.peer_bytes + s.shared_fs_bytes == want);
       CHECK(s.reads == 6 * sampler->num_samples());
-      CHECK(p.ram_bytes == 0);  // a prefetch brings a file into RAM from elsewhere
+      // A clairfs prefetch brings a file into RAM from elsewhere; NoPFS's
+      // prefetcher copies the RAM tier's files into its staging buffer.
+      if (policy == "clairfs") CHECK(p.ram_bytes == 0);
       staged += s.shared_fs_bytes;
       prefetched += p.shared_fs_bytes;
-      if (policy != "clairfs") CHECK(p.reads + p.local_bytes + p.peer_bytes == 0);
+      if (policy == "nopfs") {
+        // Every access through the staging buffer, each fetched once.
+        CHECK(s.ram_bytes == want);
+        staged_all += p.ram_bytes + p.local_bytes + p.peer_bytes + p.shared_fs_bytes;
+        want_all += want;
+        prefetched_reads += p.reads;
+      } else if (policy != "clairfs") {
+        CHECK(p.reads + p.local_bytes + p.peer_bytes == 0);
+      }
     }
     if (policy == "fanstore" || policy == "clairfs") {
       uint64_t all = 0;
@@ -113,6 +138,11 @@ dataset: {files: 301, file_size: 10K, file_size_stdev: 3K}
         CHECK(staged + prefetched < all);
         CHECK(run->shared_fs_bytes == all);
       }
+    } else if (policy == "nopfs") {
+      CHECK(staged == 0);
+      CHECK(staged_all == want_all);
+      CHECK(prefetched_reads == 2 * 6 * sampler->num_samples());
+      CHECK(run->shared_fs_bytes == prefetched);
     } else {
       CHECK(prefetched == 0);
       CHECK(run->shared_fs_bytes == staged);
