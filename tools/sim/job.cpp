@@ -44,6 +44,7 @@ class JobRun {
     size_t dispatched = 0;                   // batches asked for so far
     std::vector<std::deque<size_t>> queues;  // per worker: batches to load, in order
     std::vector<char> busy;                  // per worker
+    std::vector<size_t> file;                // per worker: its batch's file being read
     bool waiting = false;
     double wait_from = 0, stalled = 0;
   };
@@ -83,6 +84,7 @@ class JobRun {
       k.dispatched = 0;
       k.queues.assign(job_.workers, {});
       k.busy.assign(job_.workers, 0);
+      k.file.assign(job_.workers, 0);
       k.waiting = false;
       k.stalled = 0;
       const uint64_t ahead = static_cast<uint64_t>(job_.workers) * job_.prefetch_factor;
@@ -154,11 +156,23 @@ class JobRun {
       BatchReady(k, batch);
       return RunWorker(k, w);
     }
-    source_->Read(k.node, k.batches[batch][file], [this, &k, w, batch, file] {
-      if (job_.file_seconds <= 0 || source_->decodes()) return LoadFile(k, w, batch, file + 1);
-      loop_->After(job_.file_seconds,
-                   [this, &k, w, batch, file] { LoadFile(k, w, batch, file + 1); });
-    });
+    k.file[w] = file;
+    // The callback names the worker by one number (no allocation of its
+    // own); its batch is the front of its queue until the batch is loaded.
+    const uint64_t worker = static_cast<uint64_t>(&k - ranks_.data()) * job_.workers + w;
+    source_->Read(k.node, k.batches[batch][file], [this, worker] { FileRead(worker); });
+  }
+
+  // A worker has its file's bytes: decodes it, then reads the next.
+  void FileRead(uint64_t worker) {
+    if (job_.file_seconds <= 0 || source_->decodes()) return NextFile(worker);
+    loop_->After(job_.file_seconds, [this, worker] { NextFile(worker); });
+  }
+
+  void NextFile(uint64_t worker) {
+    Rank& k = ranks_[worker / job_.workers];
+    const size_t w = worker % job_.workers;
+    LoadFile(k, w, k.queues[w].front(), k.file[w] + 1);
   }
 
   void BatchReady(Rank& k, size_t batch) {

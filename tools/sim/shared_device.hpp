@@ -20,7 +20,7 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
+#include <memory>
 #include <vector>
 
 #include "tools/sim/event_loop.hpp"
@@ -54,7 +54,7 @@ class SharedDevice {
   void Transfer(uint64_t bytes, EventLoop::Fn done, int client = -1);
   // The device time a request of `bytes` needs alone (its latency aside).
   double Demand(uint64_t bytes) const;
-  size_t in_progress() const { return requests_.size(); }
+  size_t in_progress() const { return live_; }
   const DeviceCounters& counters() const { return counters_; }
 
  private:
@@ -63,31 +63,59 @@ class SharedDevice {
     EventLoop::Fn done;
     int lanes_left;  // budgets it still needs service from
   };
+  // A request that needs service up to `at` (in its lane's attained);
+  // requests due together finish in the order they joined (id).
+  struct Finishing {
+    double at;
+    uint64_t id;    // in joining order
+    uint32_t slot;  // in requests_
+  };
   // One budget shared by the requests that still need some of it. A
   // request joining at attained = a with demand d is done with it when
   // attained reaches a + d.
   struct Lane {
-    double attained = 0;                        // the service each request in it has had
-    double updated = 0;                         // when attained was last brought up to date
-    std::multimap<double, uint64_t> finishing;  // request ids by the attained they finish at
-    uint64_t generation = 0;                    // of the completion scheduled last
+    explicit Lane(SharedDevice* owner) : device(owner) {}
+    SharedDevice* device;
+    double attained = 0;  // the service each request in it has had
+    double updated = 0;   // when attained was last brought up to date
+    // A heap: the request finishing first (then the first to join) on top.
+    std::vector<Finishing> finishing;
+    uint64_t generation = 0;       // of the completion scheduled last
+    EventLoop::EventId scheduled;  // that completion, cancelled when it is rescheduled
   };
+  static bool LaterFinish(const Finishing& a, const Finishing& b);
+  // Runs the Join of the request waiting in `slot` of arriving_.
+  void Arrive(uint32_t slot);
   void Join(uint64_t bytes, EventLoop::Fn done, int client);
   // Brings lane's attained up to the loop's time.
   void Advance(Lane* lane);
   // Schedules lane's next completion (and makes its earlier schedule stale).
   void Reschedule(Lane* lane);
   void Complete(Lane* lane, uint64_t generation);
-  // Request id has had its service from one more lane.
-  void Served(uint64_t id, std::vector<EventLoop::Fn>* done);
+  // The request in `slot` has had its service from one more lane.
+  void Served(uint32_t slot, std::vector<EventLoop::Fn>* done);
   // Brings busy_seconds up to the loop's time.
   void CountBusy();
+  Lane* ClientLane(int client);
+
+  // A request waiting out its latency before it joins.
+  struct Arriving {
+    uint64_t bytes;
+    EventLoop::Fn done;
+    int client;
+  };
 
   EventLoop* loop_;
   DeviceSpec spec_;
-  Lane bytes_, ops_;
-  std::map<int, Lane> clients_;           // by client: its share of client_bandwidth
-  std::map<uint64_t, Request> requests_;  // in progress, by id
+  Lane bytes_{this}, ops_{this};
+  std::vector<std::unique_ptr<Lane>> clients_;  // by client: its share of client_bandwidth
+  // In progress, by slot (a slot is reused once its request is done).
+  std::vector<Request> requests_;
+  std::vector<uint32_t> free_requests_;
+  size_t live_ = 0;                 // requests in progress
+  std::vector<Arriving> arriving_;  // by slot, reused likewise
+  std::vector<uint32_t> free_arriving_;
+  std::vector<EventLoop::Fn> finished_;  // scratch for Complete
   uint64_t next_id_ = 0;
   double busy_since_ = 0;  // busy_seconds counted up to then
   DeviceCounters counters_;

@@ -28,6 +28,27 @@ TEST_CASE("events run in time order, those due together in the order they were s
   CHECK(loop.pending() == 0);
 }
 
+TEST_CASE("a cancelled event does not run, and the others keep their order", "[sim]") {
+  EventLoop loop;
+  std::string log;
+  loop.After(1, [&] { log += "a"; });
+  const EventLoop::EventId b = loop.Schedule(1, [&] { log += "b"; });
+  const EventLoop::EventId c = loop.Schedule(0.5, [&] {
+    log += "c";
+    loop.Cancel(b);
+    loop.Cancel(b);  // twice: nothing more
+  });
+  loop.After(1, [&] { log += "d"; });
+  loop.After(2, [&] {
+    log += "e";
+    loop.Cancel(c);                      // ran already: nothing
+    loop.After(0, [&] { log += "f"; });  // may reuse a freed slot
+  });
+  CHECK(loop.Run() == 5);
+  CHECK(log == "cadef");
+  CHECK(loop.pending() == 0);
+}
+
 namespace {
 // Issues a transfer of `bytes` at time `at`, recording when it completes.
 void At(EventLoop& loop, SharedDevice& d, double at, uint64_t bytes, double* done) {
