@@ -59,6 +59,15 @@ struct SimConfig {
   uint64_t stage_chunk = 4ull << 20;  // clairfs: bytes a staging read takes at most
   double stage_yield = 0.005;         // clairfs: staging's pause after a read of its packs
   bool stage_whole_chunks = false;    // clairfs: staging reads chunks whole, holes or not
+  // Each node's cores (node.cores), shared by the job's decoding (and compute,
+  // job.compute_on_cpu) and clairfs's daemon; 0: the CPU is not modelled.
+  double cores = 0;
+  // clairfs's daemon's CPU, seconds of one core per byte or open (the
+  // defaults: docs/simulation.md, "The daemons' CPU costs").
+  double cpu_per_staged_byte = 3.3e-9;
+  double cpu_per_served_byte = 3.0e-9;
+  double cpu_per_peer_byte = 3.6e-9;
+  double cpu_per_open = 73e-6;
   std::vector<std::string> policies{"shared-fs", "fanstore", "nopfs", "clairfs"};
 };
 
