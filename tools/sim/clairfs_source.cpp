@@ -220,11 +220,14 @@ void ClairfsSource::StageChunk(uint32_t node, uint32_t stream) {
   fs_->Transfer(
       bytes,
       [this, node, stream, bytes, chunk = std::move(chunk)]() mutable {
-        node_[node].ssd->Transfer(bytes, [this, node, stream, chunk = std::move(chunk)] {
-          for (uint64_t f : chunk) Landed(f);
-          node_[node].streams[stream].busy = false;
-          StageNext(node);
-        });
+        auto write = [this, node, stream, bytes, chunk = std::move(chunk)]() mutable {
+          node_[node].ssd->Transfer(bytes, [this, node, stream, chunk = std::move(chunk)] {
+            for (uint64_t f : chunk) Landed(f);
+            node_[node].streams[stream].busy = false;
+            StageNext(node);
+          });
+        };
+        Cpu(node, static_cast<double>(bytes) * spec_.cpu_per_staged_byte, std::move(write));
       },
       static_cast<int>(node));
 }
@@ -270,7 +273,12 @@ void ClairfsSource::ReadThroughHome(uint32_t node, uint64_t file, SourceCounters
         h.ssd->Transfer(n, [] {});  // the home's copy is written as the bytes pass
         Landed(file);
         if (node == home) return done();
-        h.link->Transfer(n, std::move(done));
+        if (!cpu_modelled()) return h.link->Transfer(n, std::move(done));
+        const double peer = static_cast<double>(n) * spec_.cpu_per_peer_byte;
+        Cpu(home, peer, [] {});  // the home's sending
+        h.link->Transfer(n, [this, node, peer, done = std::move(done)]() mutable {
+          Cpu(node, peer, std::move(done));  // the reader's receiving
+        });
       },
       static_cast<int>(home));
 }
@@ -290,9 +298,24 @@ void ClairfsSource::Fetch(uint32_t node, uint64_t file, SourceCounters* count, E
   } else {
     count->peer_bytes += n;
     SharedDevice* link = node_[home].link.get();
+    if (!cpu_modelled()) {
+      return node_[home].ssd->Transfer(
+          n, [link, n, done = std::move(done)]() mutable { link->Transfer(n, std::move(done)); });
+    }
+    const double peer = static_cast<double>(n) * spec_.cpu_per_peer_byte;
     node_[home].ssd->Transfer(
-        n, [link, n, done = std::move(done)]() mutable { link->Transfer(n, std::move(done)); });
+        n, [this, link, n, node, home, peer, done = std::move(done)]() mutable {
+          Cpu(home, peer, [] {});  // the home's sending
+          link->Transfer(n, [this, node, peer, done = std::move(done)]() mutable {
+            Cpu(node, peer, std::move(done));  // the reader's receiving
+          });
+        });
   }
+}
+
+void ClairfsSource::Cpu(uint32_t node, double seconds, EventLoop::Fn done) {
+  if (!cpu_modelled()) return done();
+  spec_.cpus->Run(node, seconds, std::move(done));
 }
 
 void ClairfsSource::Pump(uint32_t node) {
@@ -305,7 +328,7 @@ void ClairfsSource::Pump(uint32_t node) {
       k.in_flight++;
       k.waiting.try_emplace(f);
       prefetched_.reads++;
-      Fetch(node, f, &prefetched_, [this, node, c, f] {
+      auto fetched = [this, node, c, f] {
         Node& k = node_[node];
         k.in_flight--;
         k.planner->OnFetched(c, (*bytes_)[f]);  // what it says to drop is no longer counted
@@ -315,12 +338,27 @@ void ClairfsSource::Pump(uint32_t node) {
           k.waiting.erase(it);
         }
         Pump(node);
+      };
+      Fetch(node, f, &prefetched_, [this, node, f, fetched = std::move(fetched)]() mutable {
+        Cpu(node, static_cast<double>((*bytes_)[f]) * spec_.cpu_per_served_byte,
+            std::move(fetched));
       });
     }
   }
 }
 
 void ClairfsSource::Read(uint32_t node, uint64_t file, EventLoop::Fn done) {
+  if (cpu_modelled()) {
+    // The open's round trip through the mount comes before the daemon sees it.
+    return spec_.cpus->Run(node, spec_.cpu_per_open,
+                           [this, node, file, done = std::move(done)]() mutable {
+                             Open(node, file, std::move(done));
+                           });
+  }
+  Open(node, file, std::move(done));
+}
+
+void ClairfsSource::Open(uint32_t node, uint64_t file, EventLoop::Fn done) {
   Node& k = node_[node];
   const uint64_t n = (*bytes_)[file];
   counters_.reads++;
@@ -338,9 +376,12 @@ void ClairfsSource::Read(uint32_t node, uint64_t file, EventLoop::Fn done) {
       done();
     });
   } else {
-    Fetch(node, file, &counters_, [this, node, open, done = std::move(done)] {
-      node_[node].planner->EndStall(open);
-      done();
+    Fetch(node, file, &counters_, [this, node, file, open, done = std::move(done)]() mutable {
+      Cpu(node, static_cast<double>((*bytes_)[file]) * spec_.cpu_per_served_byte,
+          [this, node, open, done = std::move(done)] {
+            node_[node].planner->EndStall(open);
+            done();
+          });
     });
   }
   Pump(node);

@@ -38,6 +38,7 @@
 #include "prefetch/planner/planner.hpp"
 #include "tools/sim/fanstore_source.hpp"
 #include "tools/sim/job.hpp"
+#include "tools/sim/node_cpu.hpp"
 #include "tools/sim/node_reads.hpp"
 #include "tools/sim/shared_device.hpp"
 
@@ -54,6 +55,14 @@ struct ClairfsSpec {
   double stage_yield = 0.005;         // staging's pause after a node's last read of its partitions
   bool stage_whole_chunks = false;  // staging reads a chunk whole, over what reads brought already
   NodeSpec node;
+  // The daemon's CPU, as work on its node's cores (null or not modelled:
+  // none). Seconds of one core per byte or open; the defaults are this
+  // machine's (docs/simulation.md, "The daemons' CPU costs").
+  NodeCpus* cpus = nullptr;
+  double cpu_per_staged_byte = 3.3e-9;  // a staging thread's copy and checksum
+  double cpu_per_served_byte = 3.0e-9;  // a fetch or demand read for the job, into the mount
+  double cpu_per_peer_byte = 3.6e-9;    // each end of a transfer between nodes
+  double cpu_per_open = 73e-6;          // the FUSE round trip and the planner
 };
 
 class ClairfsSource final : public DataSource {
@@ -123,6 +132,12 @@ class ClairfsSource final : public DataSource {
   void Fetch(uint32_t node, uint64_t file, SourceCounters* count, EventLoop::Fn done);
   // Starts the fetches the planner wants, as slots allow.
   void Pump(uint32_t node);
+  // `seconds` of the daemon's work on `node`'s cores, then `done`; at once
+  // (no event) when the cores are not modelled, so nothing else changes.
+  void Cpu(uint32_t node, double seconds, EventLoop::Fn done);
+  // Read's work once the open has reached the daemon.
+  void Open(uint32_t node, uint64_t file, EventLoop::Fn done);
+  bool cpu_modelled() const { return spec_.cpus != nullptr && spec_.cpus->modelled(); }
 
   EventLoop* loop_;
   SharedDevice* fs_;

@@ -4,6 +4,7 @@
 #include <deque>
 #include <numeric>
 #include <string>
+#include <utility>
 
 namespace clairfs::sim {
 namespace {
@@ -19,8 +20,13 @@ SourceCounters Minus(const SourceCounters& a, const SourceCounters& b) {
 class JobRun {
  public:
   JobRun(EventLoop* loop, const JobSpec& job, const prefetch::Sampler& sampler, DataSource* source,
-         const EpochFn& on_epoch)
-      : loop_(loop), job_(job), sampler_(sampler), source_(source), on_epoch_(on_epoch) {
+         const EpochFn& on_epoch, NodeCpus* cpus)
+      : loop_(loop),
+        job_(job),
+        sampler_(sampler),
+        source_(source),
+        on_epoch_(on_epoch),
+        cpus_(cpus != nullptr && cpus->modelled() ? cpus : nullptr) {
     ranks_.resize(static_cast<size_t>(job.nodes) * job.ranks_per_node);
     for (size_t r = 0; r < ranks_.size(); ++r)
       ranks_[r].node = static_cast<uint32_t>(r / job.ranks_per_node);
@@ -109,8 +115,10 @@ class JobRun {
   void TakeBatch(Rank& k) {
     if (k.dispatched < steps_) Dispatch(k);
     const bool first = epoch_ == 0 && step_ == 0;
-    loop_->After(job_.compute_seconds + (first ? job_.first_step_seconds : 0),
-                 [this] { StepDone(); });
+    const double compute = job_.compute_seconds + (first ? job_.first_step_seconds : 0);
+    if (cpus_ != nullptr && job_.compute_on_cpu)
+      return cpus_->Run(k.node, compute, [this] { StepDone(); });
+    loop_->After(compute, [this] { StepDone(); });
   }
 
   void StepDone() {
@@ -166,6 +174,10 @@ class JobRun {
   // A worker has its file's bytes: decodes it, then reads the next.
   void FileRead(uint64_t worker) {
     if (job_.file_seconds <= 0 || source_->decodes()) return NextFile(worker);
+    if (cpus_ != nullptr) {
+      return cpus_->Run(ranks_[worker / job_.workers].node, job_.file_seconds,
+                        [this, worker] { NextFile(worker); });
+    }
     loop_->After(job_.file_seconds, [this, worker] { NextFile(worker); });
   }
 
@@ -189,6 +201,7 @@ class JobRun {
   const prefetch::Sampler& sampler_;
   DataSource* source_;
   const EpochFn& on_epoch_;
+  NodeCpus* cpus_;  // null: the cores are not modelled
   std::vector<Rank> ranks_;
   std::vector<EpochResult> results_;
   Status status_;
@@ -204,7 +217,7 @@ class JobRun {
 
 Result<std::vector<EpochResult>> RunJob(EventLoop* loop, const JobSpec& job,
                                         const prefetch::Sampler& sampler, DataSource* source,
-                                        const EpochFn& on_epoch) {
+                                        const EpochFn& on_epoch, NodeCpus* cpus) {
   const uint64_t world = static_cast<uint64_t>(job.nodes) * job.ranks_per_node;
   if (world == 0 || job.workers == 0 || job.prefetch_factor == 0 || job.batch_size == 0) {
     return Status::InvalidArgument(
@@ -215,7 +228,7 @@ Result<std::vector<EpochResult>> RunJob(EventLoop* loop, const JobSpec& job,
     return Status::InvalidArgument("the order is for " + std::to_string(sampler.world_size()) +
                                    " ranks, the job has " + std::to_string(world));
   }
-  JobRun run(loop, job, sampler, source, on_epoch);
+  JobRun run(loop, job, sampler, source, on_epoch, cpus);
   CLAIRFS_RETURN_IF_ERROR(run.Run());
   return std::move(run.results());
 }

@@ -17,6 +17,7 @@
 #include "base/status.hpp"
 #include "prefetch/order/sampler.hpp"
 #include "tools/sim/event_loop.hpp"
+#include "tools/sim/node_cpu.hpp"
 
 namespace clairfs::sim {
 
@@ -35,6 +36,10 @@ struct JobSpec {
   // The job's first step's own extra time, every rank: a framework's warm-up
   // inside the first epoch (tf.function tracing), while the loaders read on.
   double first_step_seconds = 0;
+  // The steps' compute (and first_step_seconds) runs on the node's cores, as
+  // a CPU-only training process's does; false: on an accelerator, sharing
+  // nothing with the loaders and daemons. Only with a CPU model (NodeCpus).
+  bool compute_on_cpu = false;
 };
 
 // Where the loader workers' reads go: one policy (the shared file system
@@ -87,9 +92,11 @@ using EpochFn = std::function<void(uint32_t epoch, const EpochResult& result)>;
 // Runs the job on `loop` (from its current time) with every rank's order
 // from `sampler`, whose world size must be nodes x ranks_per_node; rank r
 // runs on node r / ranks_per_node. Every rank takes as many steps as the rank
-// with the fewest batches has (a rank cannot step alone).
+// with the fewest batches has (a rank cannot step alone). With `cpus`
+// modelling the nodes' cores, each file's file_seconds (decoding) is work on
+// the rank's node's cores, and so is each step's compute with compute_on_cpu.
 Result<std::vector<EpochResult>> RunJob(EventLoop* loop, const JobSpec& job,
                                         const prefetch::Sampler& sampler, DataSource* source,
-                                        const EpochFn& on_epoch = {});
+                                        const EpochFn& on_epoch = {}, NodeCpus* cpus = nullptr);
 
 }  // namespace clairfs::sim

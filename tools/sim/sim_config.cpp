@@ -157,7 +157,8 @@ Result<SimConfig> ParseSimConfig(const std::string& yaml) {
              {"file_seconds", Seconds(&j.file_seconds, 1)},
              {"start_seconds", Seconds(&j.start_seconds, 1)},
              {"reads_per_file", Count(&j.reads_per_file, 1u)},
-             {"first_step_seconds", Seconds(&j.first_step_seconds, 1)}});
+             {"first_step_seconds", Seconds(&j.first_step_seconds, 1)},
+             {"compute_on_cpu", Flag(&j.compute_on_cpu)}});
   r.Section(root, "dataset",
             {{"files", Count<uint64_t>(&c.files, 1)},
              {"file_size", Size(&c.file_size)},
@@ -196,6 +197,7 @@ Result<SimConfig> ParseSimConfig(const std::string& yaml) {
              {"link_latency_us", Seconds(&c.node.link.latency, 1e-6)},
              {"ram", Size(&c.ram)},
              {"ssd_capacity", Size(&c.ssd_capacity)},
+             {"cores", Seconds(&c.cores, 1)},
              {"page_cache", [&c](const YAML::Node& n) {
                 uint64_t v = 0;
                 if (!ParseSize(n.Scalar(), &v)) return false;
@@ -217,6 +219,10 @@ Result<SimConfig> ParseSimConfig(const std::string& yaml) {
              {"stage_chunk", Size(&c.stage_chunk)},
              {"stage_yield_ms", Seconds(&c.stage_yield, 1e-3)},
              {"stage_whole_chunks", Flag(&c.stage_whole_chunks)},
+             {"cpu_stage_ns_per_byte", Seconds(&c.cpu_per_staged_byte, 1e-9)},
+             {"cpu_serve_ns_per_byte", Seconds(&c.cpu_per_served_byte, 1e-9)},
+             {"cpu_peer_ns_per_byte", Seconds(&c.cpu_per_peer_byte, 1e-9)},
+             {"cpu_open_us", Seconds(&c.cpu_per_open, 1e-6)},
              {"placement",
               [&c](const YAML::Node& n) {
                 if (!pack::MakePlacement(n.Scalar()).ok()) return false;
@@ -228,6 +234,9 @@ Result<SimConfig> ParseSimConfig(const std::string& yaml) {
                 c.homes_by_reader = n.Scalar() == "reader";
                 return true;
               }}});
+  if (c.job.compute_on_cpu && c.cores == 0) {
+    r.Problem("job.compute_on_cpu: needs node.cores (the CPU is not modelled without it)");
+  }
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
     if (key == "policies") {

@@ -66,6 +66,15 @@ struct SimConfig {
   uint64_t nopfs_staging = 1024ull << 20;
   uint32_t nopfs_threads = 8;
   uint64_t nopfs_sample_bytes = 0;
+  // Each node's cores (node.cores), shared by the job's decoding (and compute,
+  // job.compute_on_cpu) and clairfs's daemon; 0: the CPU is not modelled.
+  double cores = 0;
+  // clairfs's daemon's CPU, seconds of one core per byte or open (the
+  // defaults: docs/simulation.md, "The daemons' CPU costs").
+  double cpu_per_staged_byte = 3.3e-9;
+  double cpu_per_served_byte = 3.0e-9;
+  double cpu_per_peer_byte = 3.6e-9;
+  double cpu_per_open = 73e-6;
   std::vector<std::string> policies{"shared-fs", "fanstore", "nopfs", "clairfs"};
 };
 

@@ -37,6 +37,7 @@ Result<PolicyRun> RunPolicy(const SimConfig& config, const std::string& policy,
 
   EventLoop loop;
   SharedDevice shared_fs(&loop, config.shared_fs);
+  NodeCpus cpus(&loop, job.nodes, config.cores);
   std::unique_ptr<DataSource> source;
   FanStoreSource* fanstore = nullptr;
   ClairfsSource* clairfs = nullptr;
@@ -70,7 +71,12 @@ Result<PolicyRun> RunPolicy(const SimConfig& config, const std::string& policy,
                      .stage_chunk = config.stage_chunk,
                      .stage_yield = config.stage_yield,
                      .stage_whole_chunks = config.stage_whole_chunks,
-                     .node = config.node};
+                     .node = config.node,
+                     .cpus = &cpus,
+                     .cpu_per_staged_byte = config.cpu_per_staged_byte,
+                     .cpu_per_served_byte = config.cpu_per_served_byte,
+                     .cpu_per_peer_byte = config.cpu_per_peer_byte,
+                     .cpu_per_open = config.cpu_per_open};
     auto c = ClairfsSource::Create(&loop, &shared_fs, &file_bytes, sampler, job, spec);
     if (!c.ok()) return c.status();
     clairfs = c->get();
@@ -78,7 +84,7 @@ Result<PolicyRun> RunPolicy(const SimConfig& config, const std::string& policy,
   } else {
     return Status::InvalidArgument("unknown policy '" + policy + "'");
   }
-  auto epochs = RunJob(&loop, job, sampler, source.get(), on_epoch);
+  auto epochs = RunJob(&loop, job, sampler, source.get(), on_epoch, &cpus);
   if (!epochs.ok()) return epochs.status();
   PolicyRun run;
   run.policy = policy;
