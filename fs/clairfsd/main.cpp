@@ -187,17 +187,30 @@ int main(int argc, char** argv) {
     clairfs::Log(clairfs::LogLevel::kError, ready.message());
     return 1;
   }
+  // The first epoch's reads, worked out once at Start: each partition homed
+  // on the node that reads it first (rank 0 decides), each rank's packs
+  // staged in the order the job first reads their bytes.
+  std::optional<clairfs::Result<clairfs::prefetch::FirstReads>> first_reads;
+  const auto first_reads_of = [&](const clairfs::format::Manifest& m, int ranks) {
+    if (!first_reads) first_reads = fs::FirstReaders(config, m, ranks);
+    return *first_reads;
+  };
   if (prefetch && cluster.size() > 1) {
-    // Each partition homed on the node that reads it first (rank 0 decides).
-    config.cluster.place = [&config](const clairfs::format::Manifest& m, int ranks) {
-      auto first = fs::FirstReaders(config, m, ranks);
+    config.cluster.place = [&](const clairfs::format::Manifest& m, int ranks) {
+      auto first = first_reads_of(m, ranks);
       if (!first.ok()) {
         clairfs::Log(clairfs::LogLevel::kInfo,
                      "placement: partition p on rank p mod N (the first reads are not known: " +
                          first.status().message() + ")");
         return fs::Placement{};
       }
-      return fs::PlaceByReader(m, ranks, *first);
+      return fs::PlaceByReader(m, ranks, first->node);
+    };
+  }
+  if (prefetch) {
+    config.cluster.first_use = [&](const clairfs::format::Manifest& m, int ranks) {
+      auto first = first_reads_of(m, ranks);
+      return first.ok() ? first->step : std::vector<uint64_t>{};
     };
   }
   clairfs::Status started = cluster.Start(config.cluster);

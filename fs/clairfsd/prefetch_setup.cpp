@@ -113,8 +113,8 @@ uint64_t RanksPerNode(const Config& config, uint64_t nodes) {
   return std::max<uint64_t>(1, config.prefetch_world_size / std::max<uint64_t>(1, nodes));
 }
 
-Result<std::vector<int>> FirstReaders(const Config& config, const format::Manifest& manifest,
-                                      int nodes) {
+Result<pf::FirstReads> FirstReaders(const Config& config, const format::Manifest& manifest,
+                                    int nodes) {
   auto job = BuildPrefetchJob(config, manifest, 0, static_cast<uint64_t>(nodes));
   if (!job.ok()) return job.status();
   if (job->shared_stream) {
@@ -139,7 +139,7 @@ Result<std::vector<int>> FirstReaders(const Config& config, const format::Manife
   }
   auto orders = sampler.OrderRanks(ranks, epoch);
   if (!orders.ok()) return orders.status();
-  return pf::FirstReadingNodes(*orders, node_of, job->input.file_of_index, manifest.node_count());
+  return pf::FirstReadsOf(*orders, node_of, job->input.file_of_index, manifest.node_count());
 }
 
 Result<PrefetchJob> BuildPrefetchJob(const Config& config, const format::Manifest& manifest,

@@ -22,6 +22,7 @@
 #include "partitioner/format/manifest.hpp"
 #include "prefetch/options/read_order.hpp"
 #include "prefetch/order/listing.hpp"
+#include "prefetch/planner/first_readers.hpp"
 #include "prefetch/planner/planner_config.hpp"
 
 namespace clairfs::fs {
@@ -65,10 +66,11 @@ uint64_t RanksPerNode(const Config& config, uint64_t nodes);
 // For each manifest node, the daemon (0 .. nodes-1) whose node's training
 // processes open it first in the settings' first epoch (the earliest step of
 // any of its ranks; a tie goes to the lower node), or -1: what
-// PlaceByReader homes the partitions by. Unsupported for a shared stream or
-// an epoch whose order is unknowable; the job's errors as they are.
-Result<std::vector<int>> FirstReaders(const Config& config, const format::Manifest& manifest,
-                                      int nodes);
+// PlaceByReader homes the partitions by; and that step, what staging
+// follows. Unsupported for a shared stream or an epoch whose order is
+// unknowable; the job's errors as they are.
+Result<prefetch::FirstReads> FirstReaders(const Config& config, const format::Manifest& manifest,
+                                          int nodes);
 
 // `node` of `nodes` daemons. config.prefetch_sampler must not be "none".
 Result<PrefetchJob> BuildPrefetchJob(const Config& config, const format::Manifest& manifest,

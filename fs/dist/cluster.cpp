@@ -104,6 +104,7 @@ Status Cluster::Start(const ClusterOptions& o) {
                                        o.stage_threads);
     stager_->CountReads(source_.get());
     stager_->YieldToReads(o.stage_yield);
+    if (o.first_use) stager_->FirstUse(o.first_use(*manifest_, size_));
   }
   store_ = std::make_unique<DistributedPackStore>(
       o.dataset, manifest_, own, rank_, transport_.get(), stager_.get(), o.store, source_.get());
@@ -254,6 +255,8 @@ void Cluster::WriteStats(clairfs::JsonWriter& w) const {
         .Integer("bytes_copied", p.bytes_copied)
         .Integer("bytes_verified", p.bytes_verified)
         .Integer("bytes_kept", p.bytes_kept)
+        .Integer("first_use_units", p.first_use_units)
+        .Integer("bytes_first_use", p.bytes_first_use)
         .Integer("threads", p.threads)
         .Integer("yield_ms", static_cast<uint64_t>(stager_->yield_quiet().count()))
         .Number("yield_seconds", static_cast<double>(p.yield_ns.load()) / 1e9)

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/json.hpp"
 #include "fs/dist/distributed_pack_store.hpp"
@@ -47,6 +48,11 @@ struct ClusterOptions {
   // prefetch settings' first epoch), computed by rank 0 and sent to every
   // rank; null, or a Placement without homes: partition p on rank p mod N.
   std::function<Placement(const format::Manifest&, int ranks)> place;
+  // Per manifest node, the step of the job's first epoch at which a rank
+  // first reads it (UINT64_MAX: none does), computed by every rank; empty,
+  // or null: not known. Staging copies those bytes first, in that order
+  // (Stager::FirstUse).
+  std::function<std::vector<uint64_t>(const format::Manifest&, int ranks)> first_use;
 };
 
 class MpiTransport;

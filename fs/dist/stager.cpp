@@ -35,6 +35,59 @@ Status PreadExact(int fd, uint64_t offset, size_t size, char* dst, const std::st
 
 }  // namespace
 
+std::vector<StageUnit> FirstUseUnits(const format::Manifest& manifest,
+                                     const std::vector<uint32_t>& partitions,
+                                     const std::vector<uint64_t>& step, uint64_t chunk) {
+  chunk = std::max<uint64_t>(chunk, 1);
+  std::vector<uint8_t> mine(manifest.partition_count() + 1, 0);
+  for (uint32_t p : partitions) {
+    if (p < mine.size()) mine[p] = 1;
+  }
+  // Each pack's files in offset order.
+  std::vector<std::vector<uint32_t>> files(mine.size());
+  for (uint32_t n = 0; n < manifest.node_count() && n < step.size(); ++n) {
+    const format::NodeRecord& r = manifest.node(n);
+    if (manifest.IsDirectory(n) || r.stored_size == 0 || mine[r.partition] == 0) continue;
+    files[r.partition].push_back(n);
+  }
+  std::vector<StageUnit> units;
+  for (uint32_t p = 0; p < files.size(); ++p) {
+    std::vector<uint32_t>& f = files[p];
+    std::sort(f.begin(), f.end(), [&](uint32_t a, uint32_t b) {
+      return manifest.node(a).offset < manifest.node(b).offset;
+    });
+    StageUnit run{UINT64_MAX, p, 0, 0};  // small files taken together
+    const auto flush = [&] {
+      if (run.size > 0 && run.step != UINT64_MAX) units.push_back(run);
+      run = StageUnit{UINT64_MAX, p, 0, 0};
+    };
+    for (uint32_t n : f) {
+      const format::NodeRecord& r = manifest.node(n);
+      if (r.stored_size >= kFirstUseMinRead) {
+        flush();
+        if (step[n] == UINT64_MAX) continue;
+        for (uint64_t off = 0; off < r.stored_size; off += chunk) {
+          units.push_back({step[n], p, r.offset + off, std::min(chunk, r.stored_size - off)});
+        }
+        continue;
+      }
+      const uint64_t end = r.offset + r.stored_size;
+      if (run.size > 0 && end - run.offset > chunk) flush();
+      if (run.size == 0) run.offset = r.offset;
+      run.size = end - run.offset;
+      run.step = std::min(run.step, step[n]);
+      if (run.size >= kFirstUseMinRead) flush();
+    }
+    flush();
+  }
+  std::stable_sort(units.begin(), units.end(), [](const StageUnit& a, const StageUnit& b) {
+    return a.step != b.step
+               ? a.step < b.step
+               : (a.partition != b.partition ? a.partition < b.partition : a.offset < b.offset);
+  });
+  return units;
+}
+
 // Reads of a pack not staged yet: from the staged copy once there is one,
 // else from the copy being made where it holds the bytes, else from the
 // dataset directory, keeping what was read for staging.
@@ -124,9 +177,27 @@ Stager::~Stager() {
   for (auto& t : workers_) t.join();
   // Copies begun by reads of packs whose staging never came.
   MutexLock lock(&mu_);
+  for (int fd : unit_fd_) {
+    if (fd >= 0) ::close(fd);
+  }
   for (uint32_t p = 0; p < partial_.size(); ++p) {
     if (partial_[p] != nullptr && !closed_[p].load()) ::unlink(partial_[p]->path().c_str());
   }
+}
+
+void Stager::FirstUse(const std::vector<uint64_t>& step) {
+  if (step.empty()) return;
+  units_ = FirstUseUnits(*manifest_, partitions_, step, kChunk);
+  const uint32_t n = manifest_->partition_count() + 1;
+  units_left_.reset(new std::atomic<uint32_t>[n]);
+  for (uint32_t p = 0; p < n; ++p) units_left_[p].store(0);
+  for (const StageUnit& u : units_) units_left_[u.partition]++;
+  progress_.first_use_units = units_.size();
+  MutexLock lock(&mu_);
+  unit_fd_.assign(n, -2);
+  unit_failed_.assign(n, 0);
+  // A pack with units waits for its turn until they are in (CopyUnit).
+  std::erase_if(waiting_, [&](uint32_t p) { return units_left_[p].load() > 0; });
 }
 
 void Stager::Start() {
@@ -218,14 +289,24 @@ void Stager::Close(uint32_t p, bool copy_in_use) {
 }
 
 void Stager::Worker() {
+  std::vector<char> unit_buf;
   for (;;) {
-    uint32_t p;
+    uint32_t p = 0;
     bool verify = false;
+    size_t unit = units_.size();
     {
       MutexLock lock(&mu_);
-      std::deque<uint32_t>& from = preferred_waiting_.empty() ? waiting_ : preferred_waiting_;
       if (cancel_) break;
-      if (!from.empty()) {
+      // Packs read before their turn (or whose units are in), then the
+      // job's first-use order, then the other packs.
+      if (preferred_waiting_.empty() &&
+          next_unit_.load(std::memory_order_relaxed) < units_.size()) {
+        unit = next_unit_.fetch_add(1, std::memory_order_relaxed);
+      }
+      std::deque<uint32_t>& from = preferred_waiting_.empty() ? waiting_ : preferred_waiting_;
+      if (unit < units_.size()) {
+        // copied below
+      } else if (!from.empty()) {
         p = from.front();
         from.pop_front();
         begun_.push_back(p);
@@ -236,6 +317,11 @@ void Stager::Worker() {
       } else {
         break;
       }
+    }
+    if (unit < units_.size()) {
+      if (unit_buf.empty()) unit_buf.resize(kChunk);
+      CopyUnit(unit, unit_buf.data());
+      continue;
     }
     Status st = verify ? VerifyAdopted(p) : StageOne(p);
     if (!st.ok()) {
@@ -254,9 +340,68 @@ void Stager::Worker() {
         "staging done: " + std::to_string(progress_.packs_done - progress_.packs_failed) + "/" +
             std::to_string(progress_.packs_total) + " packs (" +
             std::to_string(progress_.packs_reused.load()) + " reused, " +
-            Mib(progress_.bytes_copied) + " copied) in " +
-            std::to_string(progress_.seconds.load()) + " s into " + local_dir_);
+            Mib(progress_.bytes_copied) + " copied" +
+            (units_.empty() ? ""
+                            : ", " + Mib(progress_.bytes_first_use) +
+                                  " of it first, in the job's first-use order") +
+            ") in " + std::to_string(progress_.seconds.load()) + " s into " + local_dir_);
   }
+}
+
+int Stager::UnitSource(uint32_t p) {
+  MutexLock lock(&mu_);
+  if (unit_failed_[p] != 0) return -1;
+  if (unit_fd_[p] != -2) return unit_fd_[p];
+  const std::string from = dataset_dir_ + "/" + manifest_->PackName(p);
+  int fd = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat info;
+  if (fd >= 0 && (::fstat(fd, &info) != 0 ||
+                  static_cast<uint64_t>(info.st_size) != manifest_->partition(p).pack_bytes)) {
+    ::close(fd);
+    fd = -1;  // its turn says what is wrong
+  }
+  // The job's order, not the pack's: the kernel's read-ahead would bring
+  // bytes needed later.
+  if (fd >= 0) ::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+  unit_fd_[p] = fd;
+  return fd;
+}
+
+void Stager::CopyUnit(size_t i, char* buf) {
+  const StageUnit& u = units_[i];
+  const uint32_t p = u.partition;
+  const int fd = closed_[p].load(std::memory_order_acquire) ? -1 : UnitSource(p);
+  PartialCopy* copy = fd >= 0 ? CopyFor(p) : nullptr;
+  if (copy != nullptr) {
+    YieldToDemand();
+    const std::string from = dataset_dir_ + "/" + manifest_->PackName(p);
+    PartialCopy::FillCounts counts;
+    Status st = copy->Fill(
+        u.offset, u.offset + u.size, buf,
+        [&](uint64_t off, size_t n, char* dst) {
+          Status read = PreadExact(fd, off, n, dst, from);
+          if (read.ok()) {
+            if (source_ != nullptr) source_->Add(p, off, n, SourceRead::kStaging);
+            bytes_read_ += n;
+          }
+          return read;
+        },
+        &counts);
+    progress_.bytes_first_use += counts.written;
+    if (!st.ok()) {
+      Log(LogLevel::kInfo, "staging: copying " + manifest_->PackName(p) +
+                               " in the job's order failed (" + st.message() +
+                               "); the rest of it is copied in its turn");
+      MutexLock lock(&mu_);
+      unit_failed_[p] = 1;  // `fd` itself is closed with the last unit
+    }
+    MaybeLogProgress();
+  }
+  if (units_left_[p].fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  MutexLock lock(&mu_);
+  if (unit_fd_[p] >= 0) ::close(unit_fd_[p]);
+  unit_fd_[p] = -1;
+  if (!closed_[p].load(std::memory_order_acquire)) preferred_waiting_.push_back(p);
 }
 
 void Stager::AdoptExisting() {
@@ -370,6 +515,7 @@ Status Stager::Copy(uint32_t p, const std::string& from, PartialCopy* to) {
   const auto fetch = [&](uint64_t off, size_t n, char* dst) {
     Status read = PreadExact(in, off, n, dst, from);
     if (read.ok() && source_ != nullptr) source_->Add(p, off, n, SourceRead::kStaging);
+    if (read.ok()) bytes_read_ += n;
     return read;
   };
   for (uint64_t off = 0; st.ok() && off < size && !cancel_;) {
@@ -417,12 +563,15 @@ void Stager::MaybeLogProgress() {
   const int64_t next = (now + log_every_).time_since_epoch().count();
   if (!next_log_ns_.compare_exchange_strong(due, next, std::memory_order_relaxed)) return;
   const double secs = std::chrono::duration<double>(now - start_).count();
-  const uint64_t copied = progress_.bytes_copied;
-  const auto rate = static_cast<uint64_t>(secs > 0 ? static_cast<double>(copied) / secs : 0);
-  Log(LogLevel::kInfo, "staging: " + Mib(copied) + " of " + Mib(progress_.bytes_total) +
-                           " copied, " + std::to_string(progress_.packs_done.load()) + "/" +
+  const uint64_t read = bytes_read_;
+  const auto rate = static_cast<uint64_t>(secs > 0 ? static_cast<double>(read) / secs : 0);
+  const std::string ahead =
+      units_.empty() ? "" : Mib(progress_.bytes_first_use) + " in the job's first-use order, then ";
+  Log(LogLevel::kInfo, "staging: " + ahead + Mib(progress_.bytes_copied) + " of " +
+                           Mib(progress_.bytes_total) + " copied, " +
+                           std::to_string(progress_.packs_done.load()) + "/" +
                            std::to_string(progress_.packs_total.load()) + " packs done, " +
-                           Mib(rate) + "/s");
+                           Mib(rate) + "/s read from the dataset directory");
 }
 
 }  // namespace clairfs::fs

@@ -16,9 +16,13 @@
 // While copying it logs its progress (bytes, packs, rate) every `log_every`
 // on its Clock, so a long staging shows in the job's log, not only at its end.
 //
-// Packs are copied in the order given, except that a pack read before it is
-// staged (Prefer: the job, the prefetcher running ahead of it, or a peer
-// needs it now) is copied next: staging follows the first epoch's reads.
+// When the job's first epoch is known (FirstUse), the bytes it reads are
+// copied first, in the order it first reads them, over all of this rank's
+// packs (FirstUseUnits); each pack is then finished in its turn: the rest of
+// its bytes copied, its checksum taken, the copy put to use. Otherwise, and
+// for the packs no rank reads, packs are copied in the order given, except
+// that a pack read before it is staged (Prefer: the job, the prefetcher
+// running ahead of it, or a peer needs it now) is copied next.
 //
 // One stream per pack: reads of a pack before it is staged go through
 // Reading(p), which answers from the copy being made what staging (or an
@@ -60,7 +64,34 @@ struct StagingProgress {
   std::atomic<bool> finished{false};
   std::atomic<double> seconds{0};
   std::atomic<uint64_t> yield_ns{0};  // copying paused for reads of the job (YieldToReads)
+  // FirstUse: the ranges to copy in the job's order, and the bytes copied so.
+  std::atomic<uint64_t> first_use_units{0}, bytes_first_use{0};
 };
+
+// A range of a pack, copied ahead of the packs' turns because the job reads
+// it at `step` of its first epoch.
+struct StageUnit {
+  uint64_t step;
+  uint32_t partition;
+  uint64_t offset, size;
+  bool operator==(const StageUnit&) const = default;
+};
+
+// Reads smaller than this are slower per byte than larger ones on a shared
+// file system (the stand-in of docs/benchmarks.md: 100 MB/s and 500 IOPS
+// break even at 200 KB), so FirstUseUnits takes smaller files together.
+inline constexpr uint64_t kFirstUseMinRead = 256u << 10;
+
+// The ranges of `partitions`' packs that the job reads in its first epoch,
+// in the order it first reads them: `step` per manifest node (UINT64_MAX:
+// no rank reads it), a tie in partition and offset order. A file of at least
+// kFirstUseMinRead bytes is a range of its own, cut into pieces of at most
+// `chunk`; a smaller one is taken with its neighbours in the pack until the
+// range holds kFirstUseMinRead bytes (or `chunk`), at the earliest step among
+// them. Files no rank reads are left to their packs' turns.
+std::vector<StageUnit> FirstUseUnits(const format::Manifest& manifest,
+                                     const std::vector<uint32_t>& partitions,
+                                     const std::vector<uint64_t>& step, uint64_t chunk);
 
 class Stager {
  public:
@@ -82,6 +113,10 @@ class Stager {
   std::chrono::milliseconds yield_quiet() const {
     return std::chrono::duration_cast<std::chrono::milliseconds>(yield_quiet_);
   }
+  // The job's first epoch, `step` per manifest node (ClusterOptions::
+  // first_use): its ranges of this stager's packs are copied first, in that
+  // order. Empty: not known. Call before Start.
+  void FirstUse(const std::vector<uint64_t>& step);
   // Starts the copy threads. Call once.
   void Start();
   // Blocks until every pack is staged or has failed.
@@ -109,6 +144,13 @@ class Stager {
   class TeeFile;
 
   void Worker();
+  // Copies unit i (FirstUse) into its pack's copy through `buf` (kChunk bytes), from a descriptor
+  // of the pack in the dataset directory kept while the pack has units left; the pack waits for its
+  // turn once its last unit is in. An error leaves the pack's units to its turn, which reports it.
+  void CopyUnit(size_t i, char* buf);
+  // The pack's descriptor for its units, opened on first use; -1 when it
+  // cannot be opened or does not match the manifest's size.
+  int UnitSource(uint32_t p) CLAIRFS_EXCLUDES(mu_);
   // Puts every pack found in the local directory with the right size and
   // header to use, unverified (Start).
   void AdoptExisting();
@@ -151,6 +193,14 @@ class Stager {
   StagingProgress progress_;
   // Partitions waiting their turn, in order: those read before it first (in
   // the order of their first reads), then the others; those begun, in order.
+  // FirstUse's ranges, the next to copy, and per partition how many are
+  // left and the descriptor they read from (-2: not open yet).
+  std::vector<StageUnit> units_;
+  std::atomic<size_t> next_unit_{0};
+  std::unique_ptr<std::atomic<uint32_t>[]> units_left_;
+  std::vector<int> unit_fd_ CLAIRFS_GUARDED_BY(mu_);
+  std::vector<uint8_t> unit_failed_ CLAIRFS_GUARDED_BY(mu_);  // a unit's copy failed: no more
+  std::atomic<uint64_t> bytes_read_{0};  // read from the dataset directory by the copies
   std::deque<uint32_t> preferred_waiting_ CLAIRFS_GUARDED_BY(mu_);
   std::deque<uint32_t> waiting_ CLAIRFS_GUARDED_BY(mu_);
   std::vector<uint32_t> begun_ CLAIRFS_GUARDED_BY(mu_);

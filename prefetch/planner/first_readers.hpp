@@ -1,8 +1,10 @@
-// Which node reads each file first in an epoch: what the daemon homes
-// partitions by (fs::PlaceByReader) and the simulator too.
+// Which node reads each file first in an epoch, and when: what the daemon
+// homes partitions by (fs::PlaceByReader) and stages them in the order of
+// (fs::Stager::FirstUse), and the simulator too.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "prefetch/order/sampler.hpp"
@@ -16,6 +18,14 @@ namespace clairfs::prefetch {
 // is the earliest position in an order, a tie going to the lower node.
 // Indices without a file (file_of_index beyond its end, or kNoFile) are
 // skipped.
+struct FirstReads {
+  std::vector<int> node;       // per file: the first reader's node, or -1
+  std::vector<uint64_t> step;  // per file: that read's position, or UINT64_MAX
+};
+FirstReads FirstReadsOf(const std::vector<std::vector<Index>>& orders,
+                        const std::vector<int>& node_of, const std::vector<FileId>& file_of_index,
+                        size_t files);
+// FirstReadsOf(...).node.
 std::vector<int> FirstReadingNodes(const std::vector<std::vector<Index>>& orders,
                                    const std::vector<int>& node_of,
                                    const std::vector<FileId>& file_of_index, size_t files);

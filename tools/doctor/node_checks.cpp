@@ -48,7 +48,7 @@ std::vector<uint32_t> Partitions(const Context& ctx, std::string* how) {
   if (nodes > 1 && ctx.config.prefetch_sampler != "none") {
     auto first = fs::FirstReaders(ctx.config, m, nodes);
     if (first.ok()) {
-      homes = fs::PlaceByReader(m, nodes, *first).homes;
+      homes = fs::PlaceByReader(m, nodes, first->node).homes;
       *how = "placed by first reader (" + ctx.config.prefetch_sampler + ")";
     }
   }

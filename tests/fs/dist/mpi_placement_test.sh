@@ -70,4 +70,23 @@ for r in (0, 1):
     ok &= pl["default_first_epoch_peer_bytes"] > 0 and placed["peers"]["reads"] == 0
 sys.exit(0 if ok else 1)
 PY
+# Staging in the job's first-use order: with the order known, the bytes the
+# rank's job reads (its 32 files) came first, by staging or by the job's own
+# reads before staging got there; without it, none.
+$PY - "$T" <<'PY' && pass "staged in the job's first-use order (no order: in pack order)" \
+  || fail "first-use order"
+import json, sys
+t = sys.argv[1]
+ok = True
+for r in (0, 1):
+    plain = json.load(open("%s/stats-no-%d.json" % (t, r)))["cluster"]["staging"]
+    placed = json.load(open("%s/stats-yes-%d.json" % (t, r)))["cluster"]["staging"]
+    print("rank %d: first_use_units %d / %d, bytes_first_use %d + bytes_kept %d"
+          % (r, plain["first_use_units"], placed["first_use_units"], placed["bytes_first_use"],
+             placed["bytes_kept"]))
+    ok &= plain["first_use_units"] == 0 and plain["bytes_first_use"] == 0
+    ok &= placed["first_use_units"] > 0
+    ok &= placed["bytes_first_use"] + placed["bytes_kept"] >= 32 * 40000
+sys.exit(0 if ok else 1)
+PY
 ((failures == 0)) && echo "PASS: placement by reader" || { echo "FAILED: $failures"; exit 1; }

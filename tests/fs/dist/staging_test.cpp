@@ -7,19 +7,23 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <random>
 #include <thread>
+#include <tuple>
 
 #include "fs/dist/distributed_pack_store.hpp"
 #include "fs/dist/ownership.hpp"
 #include "fs/dist/stager.hpp"
 #include "fs/store/payload_source.hpp"
 #include "fs/store/posix_pack_store.hpp"
+#include "fs/store/range_set.hpp"
 #include "fs/store/source_reads.hpp"
 #include "partitioner/format/pack_file.hpp"
+#include "partitioner/pack/packer.hpp"
 #include "tests/fs/dist/dist_fixture.hpp"
 #include "tests/support/stderr_capture.hpp"
 
@@ -383,4 +387,193 @@ TEST_CASE("staging pauses while a read of the job reads its packs from the datas
     CHECK(Slurp(ssd + "/" + d.manifest->PackName(1)).substr(0, 100) == got);
     CHECK((s.progress().yield_ns > 0) == (quiet.count() > 0));
   }
+}
+
+namespace {
+// A pack of files of the sizes given, named f000, f001, ... in 2 partitions
+// of consecutive files.
+struct SizedDataset {
+  explicit SizedDataset(const std::vector<uint64_t>& sizes) {
+    std::string t = (stdfs::temp_directory_path() / "clairfs-units-test.XXXXXX").string();
+    root = ::mkdtemp(t.data());
+    std::mt19937 rng(11);
+    stdfs::create_directories(root + "/src");
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      std::string data(sizes[i], '\0');
+      for (auto& ch : data) ch = static_cast<char>(rng());
+      char name[16];
+      std::snprintf(name, sizeof name, "f%03u", static_cast<unsigned>(i));
+      std::ofstream(root + "/src/" + name, std::ios::binary) << data;
+      files.emplace_back(name, data);
+    }
+    pack::PackOptions o;
+    o.src = root + "/src";
+    o.out = root + "/out";
+    o.partitions = 2;
+    o.placement = "contiguous";
+    o.zstd_level = 0;
+    REQUIRE(pack::Pack(o).ok());
+    manifest = *format::Manifest::Load(o.out);
+  }
+  ~SizedDataset() { stdfs::remove_all(root); }
+  std::string out() const { return root + "/out"; }
+  std::string root;
+  std::vector<std::pair<std::string, std::string>> files;
+  std::shared_ptr<const format::Manifest> manifest;
+};
+}  // namespace
+
+TEST_CASE("the job's first-use order over a rank's packs: ranges, pieces and runs of small files",
+          "[dist]") {
+  // Small, just-under and just-over the read size, and large files, mixed.
+  const std::vector<uint64_t> sizes = {5000,
+                                       70000,
+                                       kFirstUseMinRead - 1,
+                                       kFirstUseMinRead,
+                                       3000,
+                                       90000,
+                                       1200000,
+                                       40000,
+                                       100000,
+                                       700000,
+                                       2000,
+                                       150000,
+                                       8000,
+                                       60000,
+                                       300000,
+                                       20000};
+  SizedDataset d(sizes);
+  const format::Manifest& m = *d.manifest;
+  std::mt19937 rng(GENERATE(1u, 2u, 3u));
+  const uint64_t chunk = GENERATE(uint64_t{256} << 10, uint64_t{4} << 20);
+  // A random first step per file (ties on purpose), some files never read.
+  std::vector<uint64_t> step(m.node_count(), UINT64_MAX);
+  for (uint32_t n = 0; n < m.node_count(); ++n) {
+    if (!m.IsDirectory(n) && rng() % 5 != 0) step[n] = rng() % 8;
+  }
+  const std::vector<uint32_t> mine =
+      GENERATE(std::vector<uint32_t>{0, 1}, std::vector<uint32_t>{1});
+  const std::vector<StageUnit> units = FirstUseUnits(m, mine, step, chunk);
+  INFO("chunk " << chunk << ", partitions " << mine.size());
+
+  std::vector<RangeSet> covered(m.partition_count() + 1);
+  for (size_t i = 0; i < units.size(); ++i) {
+    const StageUnit& u = units[i];
+    REQUIRE(std::find(mine.begin(), mine.end(), u.partition) != mine.end());
+    CHECK(u.size > 0);
+    CHECK(u.size <= chunk);
+    CHECK(u.offset + u.size <= m.partition(u.partition).pack_bytes);
+    // In the job's order, a tie in pack order; no byte twice.
+    if (i > 0) {
+      const StageUnit& v = units[i - 1];
+      CHECK(std::tie(v.step, v.partition, v.offset) < std::tie(u.step, u.partition, u.offset));
+    }
+    CHECK(covered[u.partition].Add(u.offset, u.offset + u.size) == 0);
+    // Its step is the earliest of the files it holds bytes of.
+    uint64_t earliest = UINT64_MAX;
+    for (uint32_t n = 0; n < m.node_count(); ++n) {
+      const format::NodeRecord& r = m.node(n);
+      if (m.IsDirectory(n) || r.partition != u.partition) continue;
+      if (r.offset < u.offset + u.size && u.offset < r.offset + r.stored_size) {
+        earliest = std::min(earliest, step[n]);
+      }
+    }
+    CHECK(u.step == earliest);
+  }
+  const auto overlaps = [&](uint32_t p, uint64_t lo, uint64_t hi) {
+    const auto gaps = covered[p].Gaps(lo, hi);
+    return !(gaps.size() == 1 && gaps[0] == std::pair<uint64_t, uint64_t>{lo, hi});
+  };
+  for (uint32_t n = 0; n < m.node_count(); ++n) {
+    const format::NodeRecord& r = m.node(n);
+    if (m.IsDirectory(n)) continue;
+    const bool in_mine = std::find(mine.begin(), mine.end(), r.partition) != mine.end();
+    INFO("file " << m.Path(n) << " of " << r.stored_size << " bytes, step " << step[n]);
+    if (!in_mine) {
+      CHECK_FALSE(overlaps(r.partition, r.offset, r.offset + r.stored_size));
+    } else if (step[n] != UINT64_MAX) {
+      // Every byte the job reads is in a range.
+      CHECK(covered[r.partition].Covers(r.offset, r.offset + r.stored_size));
+    } else if (r.stored_size >= kFirstUseMinRead) {
+      // A large file nobody reads is left to its pack's turn.
+      CHECK_FALSE(overlaps(r.partition, r.offset, r.offset + r.stored_size));
+    }
+  }
+  // Nothing known: nothing ahead.
+  CHECK(FirstUseUnits(m, mine, std::vector<uint64_t>(m.node_count(), UINT64_MAX), chunk).empty());
+  CHECK(FirstUseUnits(m, mine, {}, chunk).empty());
+}
+
+TEST_CASE(
+    "staging in the job's first-use order: every byte once, each pack verified, with reads "
+    "under way",
+    "[dist]") {
+  std::vector<uint64_t> sizes;
+  std::mt19937 rng(5);
+  for (int i = 0; i < 40; ++i)
+    sizes.push_back(i % 7 == 0 ? 600000 + rng() % 900000 : rng() % 90000);
+  SizedDataset d(sizes);
+  const format::Manifest& m = *d.manifest;
+  const Ownership own(m.partition_count(), 1, 1);
+  const std::vector<uint32_t> mine = own.PartitionsOf(0);
+  std::vector<uint64_t> step(m.node_count(), UINT64_MAX);
+  for (uint32_t n = 0; n < m.node_count(); ++n) {
+    if (!m.IsDirectory(n) && rng() % 4 != 0) step[n] = rng() % 40;
+  }
+  const unsigned threads = GENERATE(1u, 2u);
+  const bool reader = GENERATE(false, true);
+  INFO(threads << " thread(s), " << (reader ? "a reader" : "no reader"));
+  SourceReads counted(m.partition_count() + 1);
+  const std::string ssd = d.root + "/ssd";
+  stdfs::remove_all(ssd);
+  Stager s(d.out(), ssd, d.manifest, mine, threads, std::chrono::hours(1));
+  s.CountReads(&counted);
+  s.FirstUse(step);
+  const std::vector<StageUnit> units = FirstUseUnits(m, mine, step, 4u << 20);
+  REQUIRE_FALSE(units.empty());
+  CHECK(s.progress().first_use_units == units.size());
+  DistributedPackStore store(d.out(), d.manifest, own, 0, nullptr, &s, DistOptions{}, &counted);
+  PackPayloadSource source(d.manifest, &store);
+  int bad = 0;
+  s.Start();
+  if (reader) {
+    // The job reads every file while staging runs, in an order of its own.
+    std::vector<size_t> order(d.files.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), rng);
+    for (size_t i : order) {
+      const auto& [rel, data] = d.files[i];
+      std::string got(data.size(), '\0');
+      auto n = source.Read(*m.Resolve(rel), 0, got.size(), got.data());
+      if (!n.ok() || got != data) ++bad;
+    }
+  }
+  s.Wait();
+  CHECK(bad == 0);
+  REQUIRE(s.progress().packs_failed == 0);
+  CHECK(s.progress().packs_done == mine.size());
+  uint64_t share = 0, ahead = 0;
+  for (uint32_t p : mine) share += m.partition(p).pack_bytes;
+  for (const StageUnit& u : units) ahead += u.size;
+  const SourceTotals t = counted.totals();
+  CHECK(t.reread == 0);  // each byte read from the dataset directory once
+  CHECK(t.distinct == share);
+  // The ranges came ahead, by staging or by the reads that got there first.
+  CHECK(s.progress().bytes_first_use <= ahead);
+  CHECK(s.progress().bytes_first_use + s.progress().bytes_kept >= ahead);
+  if (!reader) CHECK(s.progress().bytes_first_use == ahead);
+  CHECK(s.progress().bytes_copied == share);
+  for (uint32_t p : mine) {
+    const std::string name = m.PackName(p);
+    CHECK(Slurp(ssd + "/" + name) == Slurp(d.out() + "/" + name));
+    CHECK_FALSE(stdfs::exists(ssd + "/." + name + ".staging"));
+  }
+  // Staged: every file right from the local copies, nothing more from the dataset.
+  for (const auto& [rel, data] : d.files) {
+    std::string got(data.size(), '\0');
+    auto n = source.Read(*m.Resolve(rel), 0, got.size(), got.data());
+    CHECK((n.ok() && got == data));
+  }
+  CHECK(counted.totals().distinct == share);
+  CHECK(counted.totals().reread == 0);
 }

@@ -291,8 +291,9 @@ TEST_CASE("the node that reads each file first, by the settings' first epoch",
   }
   int read = 0;
   for (uint32_t f = 0; f < manifest->node_count(); ++f) {
-    CHECK((*first)[f] == want[f].second);
-    read += (*first)[f] >= 0 ? 1 : 0;
+    CHECK(first->node[f] == want[f].second);
+    CHECK(first->step[f] == want[f].first);
+    read += first->node[f] >= 0 ? 1 : 0;
   }
   CHECK(read == 40);
   // A shared stream (one order for every process) has no first reader.
