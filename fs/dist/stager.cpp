@@ -39,6 +39,7 @@ std::vector<StageUnit> FirstUseUnits(const format::Manifest& manifest,
                                      const std::vector<uint32_t>& partitions,
                                      const std::vector<uint64_t>& step, uint64_t chunk) {
   chunk = std::max<uint64_t>(chunk, 1);
+  const uint64_t alone = std::min(kFirstUseMinRead, chunk);  // a file this large: its own range
   std::vector<uint8_t> mine(manifest.partition_count() + 1, 0);
   for (uint32_t p : partitions) {
     if (p < mine.size()) mine[p] = 1;
@@ -63,7 +64,7 @@ std::vector<StageUnit> FirstUseUnits(const format::Manifest& manifest,
     };
     for (uint32_t n : f) {
       const format::NodeRecord& r = manifest.node(n);
-      if (r.stored_size >= kFirstUseMinRead) {
+      if (r.stored_size >= alone) {
         flush();
         if (step[n] == UINT64_MAX) continue;
         for (uint64_t off = 0; off < r.stored_size; off += chunk) {
@@ -76,7 +77,7 @@ std::vector<StageUnit> FirstUseUnits(const format::Manifest& manifest,
       if (run.size == 0) run.offset = r.offset;
       run.size = end - run.offset;
       run.step = std::min(run.step, step[n]);
-      if (run.size >= kFirstUseMinRead) flush();
+      if (run.size >= alone) flush();
     }
     flush();
   }

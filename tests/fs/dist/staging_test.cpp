@@ -430,6 +430,7 @@ TEST_CASE("the job's first-use order over a rank's packs: ranges, pieces and run
                                        70000,
                                        kFirstUseMinRead - 1,
                                        kFirstUseMinRead,
+                                       9000000,
                                        3000,
                                        90000,
                                        1200000,
@@ -494,7 +495,7 @@ TEST_CASE("the job's first-use order over a rank's packs: ranges, pieces and run
     } else if (step[n] != UINT64_MAX) {
       // Every byte the job reads is in a range.
       CHECK(covered[r.partition].Covers(r.offset, r.offset + r.stored_size));
-    } else if (r.stored_size >= kFirstUseMinRead) {
+    } else if (r.stored_size >= std::min(kFirstUseMinRead, chunk)) {
       // A large file nobody reads is left to its pack's turn.
       CHECK_FALSE(overlaps(r.partition, r.offset, r.offset + r.stored_size));
     }
