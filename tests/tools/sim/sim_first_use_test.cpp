@@ -92,7 +92,7 @@ TEST_CASE("first-use staging: the job's first files land first, in the order of 
   const auto landed = [&](bool first_use) {
     EventLoop loop;
     SharedDevice fs(&loop, DeviceSpec{.bandwidth = 50e6});
-    ClairfsSpec spec{.partitions = 3, .stage_threads = 1, .stage_first_use = first_use};
+    ClairfsSpec spec{.partitions = 3, .stage_threads = 1, .stage_first_use = first_use, .node = {}};
     auto source = ClairfsSource::Create(&loop, &fs, &bytes, *sampler, job, spec);
     REQUIRE(source.ok());
     REQUIRE(RunJob(&loop, job, *sampler, source->get()).ok());
