@@ -121,7 +121,7 @@ TEST_CASE("first-use staging: the shared file system gives each byte once, whate
     for (const char* clairfs :
          {"stage_chunk: 300K", "stage_chunk: 4M, stage_yield_ms: 0", "stage_threads: 1",
           "stage_threads: 5, stage_chunk: 300K, stage_yield_ms: 0", "placement: hash",
-          "homes: modulo, stage_chunk: 1"}) {
+          "homes: modulo, stage_chunk: 64K"}) {
       INFO(shape << "; " << clairfs);
       auto c = ParseSimConfig(std::string("job: {") + shape +
                               ", batch_size: 4, compute_seconds: 0.002, epochs: 2}\n"
