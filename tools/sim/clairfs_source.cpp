@@ -101,8 +101,12 @@ Result<std::unique_ptr<ClairfsSource>> ClairfsSource::Create(
   // Homes as the daemon's with the sampler's settings: each partition on the
   // node that reads most of its bytes first in the first epoch
   // (fs::PlaceByReader), else p mod N.
+  // And the first-use staging order, from the same first reads (the
+  // position of each file's first read by any rank).
   std::vector<int> homes;
-  if (spec.homes_by_reader && job.nodes > 1) {
+  std::vector<uint64_t> first_step;
+  const bool by_reader = spec.homes_by_reader && job.nodes > 1;
+  if (by_reader || spec.stage_first_use) {
     std::vector<uint64_t> ranks;
     std::vector<int> node_of;
     for (uint32_t n = 0; n < job.nodes; ++n) {
@@ -115,15 +119,28 @@ Result<std::unique_ptr<ClairfsSource>> ClairfsSource::Create(
     if (!orders.ok()) return orders.status();
     std::vector<prefetch::FileId> identity(file_bytes->size());
     std::iota(identity.begin(), identity.end(), prefetch::FileId{0});
-    const std::vector<int> first =
-        prefetch::FirstReadingNodes(*orders, node_of, identity, file_bytes->size());
-    homes = fs::PlaceByReader(FirstBytesByNode(first, partition_of, *file_bytes), fixed.partitions,
-                              static_cast<int>(job.nodes))
-                .homes;
+    prefetch::FirstReads first =
+        prefetch::FirstReadsOf(*orders, node_of, identity, file_bytes->size());
+    if (by_reader) {
+      homes = fs::PlaceByReader(FirstBytesByNode(first.node, partition_of, *file_bytes),
+                                fixed.partitions, static_cast<int>(job.nodes))
+                  .homes;
+    }
+    if (spec.stage_first_use) first_step = std::move(first.step);
   }
   std::unique_ptr<ClairfsSource> s(new ClairfsSource(loop, shared_fs, file_bytes, fixed,
                                                      std::move(reads).value(),
                                                      std::move(partition_of), std::move(homes)));
+  if (spec.stage_first_use) {
+    auto units = FirstUseOrder(*file_bytes, s->partition_files_, first_step,
+                               std::max<uint64_t>(spec.stage_chunk, 1));
+    if (!units.ok()) return units.status();
+    s->units_left_.assign(fixed.partitions, 0);
+    for (const FirstUseUnit& u : *units) {
+      s->node_[s->Home(u.partition)].units.push_back(u);
+      s->units_left_[u.partition]++;
+    }
+  }
   for (uint32_t n = 0; n < job.nodes; ++n) {
     // The node's planner over its own files: their sizes and the orders in
     // their compact ids, which are also the planner's file ids.
@@ -151,7 +168,10 @@ Result<std::unique_ptr<ClairfsSource>> ClairfsSource::Create(
 
 void ClairfsSource::Launch() {
   stage_start_ = loop_->now();
-  for (uint32_t p = 0; p < spec_.partitions; ++p) node_[Home(p)].to_stage.push_back(p);
+  // With first-use ranges, a partition that has some waits for them.
+  for (uint32_t p = 0; p < spec_.partitions; ++p) {
+    if (units_left_.empty() || units_left_[p] == 0) node_[Home(p)].to_stage.push_back(p);
+  }
   for (uint32_t n = 0; n < nodes_; ++n) StageNext(n);
   // The daemons know the order from the start: the planners fetch at once.
   for (uint32_t n = 0; n < nodes_; ++n) Pump(n);
@@ -195,10 +215,18 @@ void ClairfsSource::StageChunk(uint32_t node, uint32_t stream) {
       while (s.cursor < pack->size() && state_[(*pack)[s.cursor]] != kNotStaged) ++s.cursor;
       if (s.cursor < pack->size()) break;
     }
-    if (k.to_stage.empty()) return;
-    s.partition = k.to_stage.front();
+    // The daemon's Worker: partitions to finish, then the first-use
+    // ranges, then the partitions in turn.
+    std::deque<uint32_t>* from = &k.finish;
+    if (from->empty() && k.next_unit < k.units.size()) {
+      if (StageUnit(node, stream)) return;
+      continue;  // nothing left to read in it; its partition may be finished next
+    }
+    if (from->empty()) from = &k.to_stage;
+    if (from->empty()) return;
+    s.partition = from->front();
     s.cursor = 0;
-    k.to_stage.pop_front();
+    from->pop_front();
   }
   // A chunk: the files next to each other in the pack from there that are
   // not on the SSD, up to stage_chunk bytes (at least one file); with
@@ -232,9 +260,73 @@ void ClairfsSource::StageChunk(uint32_t node, uint32_t stream) {
       static_cast<int>(node));
 }
 
+bool ClairfsSource::StageUnit(uint32_t node, uint32_t stream) {
+  Node& k = node_[node];
+  const FirstUseUnit u = k.units[k.next_unit++];
+  const std::vector<uint64_t>& pack = partition_files_[u.partition];
+  std::vector<uint64_t> files;
+  uint64_t bytes = 0;
+  if (u.piece) {
+    // A piece of a large file: the first piece starts it, the others follow
+    // it; a file a read brought (or is bringing) needs no more.
+    const uint64_t f = pack[u.begin];
+    const uint64_t chunk = std::max<uint64_t>(spec_.stage_chunk, 1);
+    if (state_[f] == kNotStaged) {
+      state_[f] = kStaging;
+      pieces_left_[f] = ((*bytes_)[f] + chunk - 1) / chunk;
+    }
+    if (pieces_left_.contains(f)) {
+      files.push_back(f);
+      bytes = u.bytes;
+    }
+  } else {
+    for (size_t i = u.begin; i < u.end; ++i) {
+      const uint64_t f = pack[i];
+      if (state_[f] != kNotStaged) continue;
+      files.push_back(f);
+      bytes += (*bytes_)[f];
+      state_[f] = kStaging;
+    }
+  }
+  if (files.empty()) {
+    UnitDone(node, u.partition);
+    return false;
+  }
+  k.streams[stream].busy = true;
+  const bool piece = u.piece;
+  const uint32_t partition = u.partition;
+  fs_->Transfer(
+      bytes,
+      [this, node, stream, bytes, piece, partition, files = std::move(files)]() mutable {
+        auto write = [this, node, stream, bytes, piece, partition,
+                      files = std::move(files)]() mutable {
+          node_[node].ssd->Transfer(
+              bytes, [this, node, stream, piece, partition, files = std::move(files)] {
+                for (uint64_t f : files) {
+                  if (!piece || --pieces_left_[f] == 0) {
+                    if (piece) pieces_left_.erase(f);
+                    Landed(f);
+                  }
+                }
+                node_[node].streams[stream].busy = false;
+                UnitDone(node, partition);
+                StageNext(node);
+              });
+        };
+        Cpu(node, static_cast<double>(bytes) * spec_.cpu_per_staged_byte, std::move(write));
+      },
+      static_cast<int>(node));
+  return true;
+}
+
+void ClairfsSource::UnitDone(uint32_t node, uint32_t partition) {
+  if (--units_left_[partition] == 0) node_[node].finish.push_back(partition);
+}
+
 void ClairfsSource::Landed(uint64_t file) {
   if (state_[file] == kOnSsd) return;
   state_[file] = kOnSsd;
+  if (landed_order_.size() < 64) landed_order_.push_back(file);
   if (--files_left_ == 0) staged_at_ = loop_->now() - stage_start_;
   auto it = landing_.find(file);
   if (it == landing_.end()) return;
@@ -254,7 +346,14 @@ void ClairfsSource::ReadThroughHome(uint32_t node, uint64_t file, SourceCounters
   // Needed before its turn: the home stages this partition next (after
   // the ones its copying threads are on).
   auto it = std::find(h.to_stage.begin(), h.to_stage.end(), partition);
-  if (it != h.to_stage.end() && it != h.to_stage.begin()) {
+  if (spec_.stage_first_use) {
+    // The daemon's Prefer: to be finished after those waiting already,
+    // ahead of further first-use ranges.
+    if (it != h.to_stage.end()) {
+      h.to_stage.erase(it);
+      h.finish.push_back(partition);
+    }
+  } else if (it != h.to_stage.end() && it != h.to_stage.begin()) {
     h.to_stage.erase(it);
     h.to_stage.push_front(partition);
   }

@@ -17,8 +17,15 @@
 // under way waits for the chunk. A node's staging pauses while reads of its partitions are at the
 // shared file system, and `stage_yield` seconds after the last (not at all with 0). So every byte
 // is read from the shared file system once; with `stage_whole_chunks` staging reads its chunks
-// whole instead, over what reads brought already (as the daemon did before issue #28). The
-// planner's fetches are counted in prefetched().
+// whole instead, over what reads brought already (as the daemon did before issue #28). With
+// `stage_first_use` (the daemon's when it knows the first epoch's order at start, since commit
+// 47423e7) each node first copies the ranges of its partitions the first epoch reads, in the order
+// any rank first reads them, over all its partitions (the daemon's fs::FirstUseUnits,
+// first_use.hpp): its copying threads take them one at a time; a partition whose last range is in,
+// or that a read needed before its turn (and has no ranges left), is finished next (the rest of its
+// files, in chunks), ahead of further ranges; the partitions the first epoch does not read come
+// last. A piece of a large file lands when all its pieces have. Without it, partitions in turn as
+// above. The planner's fetches are counted in prefetched().
 //
 // Memory: each node's planner is given only the files the node's ranks read over the job, in
 // compact ids (NodeReads): the same planner over a smaller dataset, with the same decisions (the
@@ -37,6 +44,7 @@
 #include "base/clock.hpp"
 #include "prefetch/planner/planner.hpp"
 #include "tools/sim/fanstore_source.hpp"
+#include "tools/sim/first_use.hpp"
 #include "tools/sim/job.hpp"
 #include "tools/sim/node_cpu.hpp"
 #include "tools/sim/node_reads.hpp"
@@ -54,6 +62,7 @@ struct ClairfsSpec {
   uint64_t stage_chunk = 4ull << 20;  // bytes of consecutive files a staging read takes at most
   double stage_yield = 0.005;         // staging's pause after a node's last read of its partitions
   bool stage_whole_chunks = false;  // staging reads a chunk whole, over what reads brought already
+  bool stage_first_use = true;      // the first epoch's ranges first, in its order (the daemon's)
   NodeSpec node;
   // The daemon's CPU, as work on its node's cores (null or not modelled:
   // none). Seconds of one core per byte or open; the defaults are this
@@ -77,6 +86,13 @@ class ClairfsSource final : public DataSource {
   void Read(uint32_t node, uint64_t file, EventLoop::Fn done) override;
   // Seconds from the launch until every partition was on its SSD.
   double staging_seconds() const { return staged_at_; }
+  // With stage_first_use: node's ranges to copy first, in order (for tests).
+  const std::vector<FirstUseUnit>& first_use_units(uint32_t node) const {
+    return node_[node].units;
+  }
+  // The first files to land on their home's SSD (by staging or a read
+  // passing through), in order, up to 64 (for tests).
+  const std::vector<uint64_t>& landed_order() const { return landed_order_; }
 
  private:
   // The simulated time, for the planner's stall accounting.
@@ -105,6 +121,12 @@ class ClairfsSource final : public DataSource {
     // next first, and the threads.
     std::deque<uint32_t> to_stage;
     std::vector<Stream> streams;
+    // stage_first_use: the ranges to copy first, the next one, and the
+    // partitions to finish ahead of them (their ranges are in, or a read
+    // needed them before their turn).
+    std::vector<FirstUseUnit> units;
+    size_t next_unit = 0;
+    std::deque<uint32_t> finish;
     bool stage_paused = false;         // waiting for the reads below to end
     uint32_t source_reads = 0;         // reads of this node's partitions at the shared file system
     double last_source_read = -1e300;  // none yet
@@ -123,6 +145,12 @@ class ClairfsSource final : public DataSource {
   void StageNext(uint32_t node);
   // Starts the next chunk of `node`'s copying thread `stream` if it is idle.
   void StageChunk(uint32_t node, uint32_t stream);
+  // Starts `node`'s next first-use range on `stream`; false if it had nothing
+  // left to read (counted as done).
+  bool StageUnit(uint32_t node, uint32_t stream);
+  // One of partition p's first-use ranges is done: with the last, p is
+  // finished next.
+  void UnitDone(uint32_t node, uint32_t partition);
   // `file` is on its home's SSD (staged, or passed through by a read).
   void Landed(uint64_t file);
   // Reads `file` from the shared file system by its home, for `node`.
@@ -153,7 +181,11 @@ class ClairfsSource final : public DataSource {
   std::vector<char> state_;                             // per file: a FileState
   // Per file in kStaging: the reads waiting for it to land.
   std::unordered_map<uint64_t, std::vector<EventLoop::Fn>> landing_;
-  uint64_t files_left_ = 0;  // not on their home's SSD yet
+  uint64_t files_left_ = 0;           // not on their home's SSD yet
+  std::vector<uint32_t> units_left_;  // per partition: first-use ranges not done
+  // Per large file being staged in pieces: the pieces not in yet.
+  std::unordered_map<uint64_t, uint64_t> pieces_left_;
+  std::vector<uint64_t> landed_order_;
   double stage_start_ = 0, staged_at_ = 0;
 };
 

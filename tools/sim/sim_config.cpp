@@ -219,6 +219,12 @@ Result<SimConfig> ParseSimConfig(const std::string& yaml) {
              {"stage_chunk", Size(&c.stage_chunk)},
              {"stage_yield_ms", Seconds(&c.stage_yield, 1e-3)},
              {"stage_whole_chunks", Flag(&c.stage_whole_chunks)},
+             {"stage_order",
+              [&c](const YAML::Node& n) {
+                if (n.Scalar() != "first-use" && n.Scalar() != "pack") return false;
+                c.stage_first_use = n.Scalar() == "first-use";
+                return true;
+              }},
              {"cpu_stage_ns_per_byte", Seconds(&c.cpu_per_staged_byte, 1e-9)},
              {"cpu_serve_ns_per_byte", Seconds(&c.cpu_per_served_byte, 1e-9)},
              {"cpu_peer_ns_per_byte", Seconds(&c.cpu_per_peer_byte, 1e-9)},

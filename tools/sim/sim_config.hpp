@@ -59,6 +59,7 @@ struct SimConfig {
   uint64_t stage_chunk = 4ull << 20;  // clairfs: bytes a staging read takes at most
   double stage_yield = 0.005;         // clairfs: staging's pause after a read of its packs
   bool stage_whole_chunks = false;    // clairfs: staging reads chunks whole, holes or not
+  bool stage_first_use = true;        // clairfs: stage_order first-use (the daemon's) or pack
   // NoPFS's staging-buffer prefetcher (nopfs_source.hpp): on, each rank's
   // buffer bytes and fetches at once (NoPFS's lassen.cfg: 1024 MB, 8 threads),
   // a staged sample's bytes (0: the file's).

@@ -158,7 +158,8 @@ TEST_CASE("clairfs: the shared file system gives each byte once, whatever the sh
            {"stage_chunk: 0, stage_yield_ms: 0", "stage_chunk: 64K",
             "stage_chunk: 1G, stage_yield_ms: 50", "stage_threads: 1, stage_chunk: 64K",
             "stage_threads: 5, stage_yield_ms: 0", "placement: contiguous",
-            "placement: hash, stage_chunk: 64K"}) {
+            "placement: hash, stage_chunk: 64K", "stage_order: pack",
+            "stage_order: pack, stage_threads: 1, stage_chunk: 64K"}) {
         INFO(shape << "; " << staging << "; " << chunk);
         // RAM for part of the dataset: later epochs fetch again, from the SSDs.
         auto c = ParseSimConfig(std::string("job: {") + shape +
@@ -213,7 +214,8 @@ TEST_CASE("clairfs: small files at the IOPS limit, staging's pause and holes aga
           "[sim]") {
   // The training script's shape (docs/simulation.md): 5 KiB files, 200 IOPS.
   // The planners fetch file by file from the start; every file they bring
-  // is a hole in staging's chunks.
+  // is a hole in staging's chunks. Partitions in pack order (stage_order:
+  // pack), where holes and whole chunks differ.
   const std::string base = R"(
 job: {nodes: 2, ranks_per_node: 1, batch_size: 32, compute_seconds: 0.075, epochs: 1, workers: 2}
 dataset: {files: 2048, file_size: 5K}
@@ -221,7 +223,7 @@ shared_fs: {bandwidth: 50M, iops: 200, open_latency_ms: 0}
 node: {ram: 1G}
 )";
   const auto run = [&](const std::string& clairfs) {
-    auto c = ParseSimConfig(base + "clairfs: {" + clairfs + "}\n");
+    auto c = ParseSimConfig(base + "clairfs: {stage_order: pack, " + clairfs + "}\n");
     REQUIRE(c.ok());
     auto r = RunPolicy(*c, "clairfs", DatasetSizes(*c));
     REQUIRE(r.ok());
