@@ -24,25 +24,25 @@ constexpr uint64_t kK = 1024, kM = 1024 * 1024, kNone = UINT64_MAX;
 
 TEST_CASE("first-use ranges: the daemon's rule, worked by hand", "[sim]") {
   // Partition 0: files 0-3 and 7; partition 1: files 4, 5, 6, 8 (pack order).
-  const std::vector<uint64_t> bytes = {100 * kK, 100 * kK, 300 * kK, 100 * kK, 5 * kM,
-                                       50 * kK,  50 * kK,  300 * kK, 200 * kK};
+  const std::vector<uint64_t> bytes = {400 * kK, 400 * kK, 1200 * kK, 400 * kK, 5 * kM,
+                                       200 * kK, 200 * kK, 1200 * kK, 800 * kK};
   const std::vector<std::vector<uint64_t>> packs = {{0, 1, 2, 3, 7}, {4, 5, 6, 8}};
   const std::vector<uint64_t> step = {5, kNone, 1, 7, 0, 3, kNone, kNone, 9};
   auto units = FirstUseOrder(bytes, packs, step, 4 * kM);
   REQUIRE(units.ok());
-  // By the rule (fs::FirstUseUnits' header): a file of >= 256 KiB is its own
+  // By the rule (fs::FirstUseUnits' header): a file of >= 1 MiB is its own
   // range, cut into pieces of at most 4 MiB (file 4: 4 MiB and 1 MiB); smaller
-  // ones are taken with their pack neighbours until the range holds 256 KiB,
+  // ones are taken with their pack neighbours until the range holds 1 MiB,
   // at the earliest step among them (0 and 1 at 5, file 1 unread; 5, 6 and 8
-  // at 3, reaching 300 KiB), a large file ending a run (0-1 before 2); files
+  // at 3, reaching 1,200 KiB), a large file ending a run (0-1 before 2); files
   // nobody reads alone are left out (7); ordered by step.
   const std::vector<FirstUseUnit> want = {
       {1, 0, 1, 4 * kM, true},      // step 0: file 4's first piece
       {1, 0, 1, 1 * kM, true},      // and its second
-      {0, 2, 3, 300 * kK, false},   // step 1: file 2
-      {1, 1, 4, 300 * kK, false},   // step 3: files 5, 6, 8
-      {0, 0, 2, 200 * kK, false},   // step 5: files 0, 1
-      {0, 3, 4, 100 * kK, false}};  // step 7: file 3 (the run ends at file 7)
+      {0, 2, 3, 1200 * kK, false},  // step 1: file 2
+      {1, 1, 4, 1200 * kK, false},  // step 3: files 5, 6, 8
+      {0, 0, 2, 800 * kK, false},   // step 5: files 0, 1
+      {0, 3, 4, 400 * kK, false}};  // step 7: file 3 (the run ends at file 7)
   REQUIRE(units->size() == want.size());
   for (size_t i = 0; i < want.size(); ++i) {
     INFO("unit " << i);
@@ -53,7 +53,7 @@ TEST_CASE("first-use ranges: the daemon's rule, worked by hand", "[sim]") {
     CHECK((*units)[i].piece == want[i].piece);
   }
   // A tie in step goes to the lower partition, then the lower offset.
-  auto tie = FirstUseOrder({300 * kK, 300 * kK, 300 * kK}, {{2}, {1, 0}}, {4, 4, 4}, 4 * kM);
+  auto tie = FirstUseOrder({1200 * kK, 1200 * kK, 1200 * kK}, {{2}, {1, 0}}, {4, 4, 4}, 4 * kM);
   REQUIRE(tie.ok());
   REQUIRE(tie->size() == 3);
   CHECK((*tie)[0].partition == 0);
@@ -65,10 +65,10 @@ TEST_CASE("first-use ranges: the daemon's rule, worked by hand", "[sim]") {
 TEST_CASE("first-use staging: the job's first files land first, in the order of first reads",
           "[sim]") {
   // One node, two ranks, one copying thread, the job starting long after
-  // staging is done: nothing but staging brings a file. 40 files of 300 KiB,
-  // each a range of its own.
+  // staging is done: nothing but staging brings a file. 40 files of 1,200
+  // KiB, each a range of its own.
   const uint64_t files = 40;
-  const std::vector<uint64_t> bytes(files, 300 * kK);
+  const std::vector<uint64_t> bytes(files, 1200 * kK);
   JobSpec job{.nodes = 1,
               .ranks_per_node = 2,
               .batch_size = 2,
@@ -96,7 +96,7 @@ TEST_CASE("first-use staging: the job's first files land first, in the order of 
     auto source = ClairfsSource::Create(&loop, &fs, &bytes, *sampler, job, spec);
     REQUIRE(source.ok());
     REQUIRE(RunJob(&loop, job, *sampler, source->get()).ok());
-    CHECK(fs.counters().bytes == files * 300 * kK);  // each byte once
+    CHECK(fs.counters().bytes == files * 1200 * kK);  // each byte once
     std::vector<uint64_t> steps;
     for (uint64_t f : (*source)->landed_order()) steps.push_back(step[f]);
     return steps;
@@ -113,9 +113,10 @@ TEST_CASE("first-use staging: the job's first files land first, in the order of 
 
 TEST_CASE("first-use staging: the shared file system gives each byte once, whatever the shape",
           "[sim]") {
-  // Small and large files together (stdev 200K around 150K: a third of them
-  // 256 KiB or more), large ones cut into pieces (stage_chunk 300K), RAM for
-  // part of the dataset, the job starting at once: reads race staging's ranges.
+  // Small and large files together (stdev 200K around 150K: some of them
+  // over a 300K stage_chunk, whose files are cut into pieces; others taken
+  // together), RAM for part of the dataset, the job starting at once: reads
+  // race staging's ranges.
   for (const char* shape : {"nodes: 1, ranks_per_node: 1", "nodes: 2, ranks_per_node: 1",
                             "nodes: 3, ranks_per_node: 2"}) {
     for (const char* clairfs :
