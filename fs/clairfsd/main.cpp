@@ -383,6 +383,8 @@ int main(int argc, char** argv) {
                              engines.get()->in_dataset());
     }
     report_orders.SetListener([r = reported.get()] { r->OnSegment(); });
+    // Staging follows the job's first reads as its ranks report them.
+    reported->OnFirstReads([&cluster](const auto& files) { cluster.ShareFirstUse(files); });
     // A loader reported by its settings (SETTINGS): the sampler models make its epochs.
     report_orders.SetModelMaker([manifest](const std::map<std::string, std::string>& settings) {
       return fs::ModelOfSettings(*manifest, settings);

@@ -235,11 +235,30 @@ void ReportedPrefetch::Check(const std::vector<uint64_t>& pids) {
   }
 }
 
+void ReportedPrefetch::OnFirstReads(FirstReadsFn f) {
+  MutexLock lock(&mu_);
+  first_reads_ = std::move(f);
+}
+
+void ReportedPrefetch::ShareFirstReads(const std::vector<uint64_t>& pids) {
+  if (!first_reads_) return;
+  for (uint64_t pid : pids) {
+    if (!first_read_.insert(pid).second) continue;
+    auto seg = orders_->Segment(pid, 0);
+    if (!seg.ok()) continue;  // dropped already: the job is past its first epoch
+    std::vector<FileStep> files;
+    files.reserve(seg->files.size());
+    for (size_t i = 0; i < seg->files.size(); ++i) files.push_back({seg->files[i], i});
+    first_reads_(files);
+  }
+}
+
 void ReportedPrefetch::OnSegment() {
   MutexLock lock(&mu_);
   std::vector<uint64_t> pids = orders_->Processes();
   if (pids.empty()) return;
   Check(pids);
+  ShareFirstReads(pids);
   // No waiting for the node's other processes: a local_size (from the
   // launcher's environment) may count ranks that read through another
   // daemon of this host. Each one that reports later makes a new planner.

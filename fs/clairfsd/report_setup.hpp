@@ -23,10 +23,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "base/mutex.hpp"
+#include "fs/dist/stager.hpp"
 #include "fs/engine/prefetch_engine.hpp"
 #include "fs/report/reported_orders.hpp"
 #include "fs/vfs/open_observer.hpp"
@@ -99,6 +101,12 @@ class ReportedPrefetch {
   // A segment completed (ReportedOrders' listener).
   void OnSegment() CLAIRFS_EXCLUDES(mu_);
 
+  // Called once per reporting process with when it first reads each file:
+  // its position in the process's first segment (Cluster::ShareFirstUse:
+  // staging in the order the job reads). Set it before the server starts.
+  using FirstReadsFn = std::function<void(const std::vector<FileStep>&)>;
+  void OnFirstReads(FirstReadsFn f) CLAIRFS_EXCLUDES(mu_);
+
   // The check against the settings: "" (no sampler configured, or nothing
   // comparable reported yet), "agree", or the first disagreement.
   std::string settings_check() const CLAIRFS_EXCLUDES(mu_);
@@ -125,6 +133,10 @@ class ReportedPrefetch {
   uint64_t predict_start_ CLAIRFS_GUARDED_BY(mu_) = 0;
   std::vector<uint8_t> predict_files_ CLAIRFS_GUARDED_BY(mu_);
   std::string check_ CLAIRFS_GUARDED_BY(mu_);
+  FirstReadsFn first_reads_ CLAIRFS_GUARDED_BY(mu_);
+  std::set<uint64_t> first_read_ CLAIRFS_GUARDED_BY(mu_);  // processes whose first reads went
+  // Hands each new process's first segment to first_reads_.
+  void ShareFirstReads(const std::vector<uint64_t>& pids) CLAIRFS_REQUIRES(mu_);
 };
 
 }  // namespace clairfs::fs

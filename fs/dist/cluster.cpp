@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 
 #include "base/log.hpp"
 #include "fs/dist/manifest_envelope.hpp"
@@ -96,15 +97,16 @@ Status Cluster::Start(const ClusterOptions& o) {
   server_threads_ = static_cast<int>(std::max<uint32_t>(1, o.server_threads));
 
   CLAIRFS_RETURN_IF_ERROR(Place(o));
-  const Ownership own(manifest_->partition_count(), manifest_->header().replicas, size_,
-                      placement_.homes);
+  own_ = std::make_unique<Ownership>(manifest_->partition_count(), manifest_->header().replicas,
+                                     size_, placement_.homes);
+  const Ownership& own = *own_;
   source_ = std::make_unique<SourceReads>(manifest_->partition_count() + 1);
   if (!o.local_dir.empty()) {
     stager_ = std::make_unique<Stager>(o.dataset, o.local_dir, manifest_, own.PartitionsOf(rank_),
                                        o.stage_threads);
     stager_->CountReads(source_.get());
     stager_->YieldToReads(o.stage_yield);
-    if (o.first_use) stager_->FirstUse(o.first_use(*manifest_, size_));
+    if (o.first_use) stager_->FirstUse(FileSteps(o.first_use(*manifest_, size_)));
   }
   store_ = std::make_unique<DistributedPackStore>(
       o.dataset, manifest_, own, rank_, transport_.get(), stager_.get(), o.store, source_.get());
@@ -158,11 +160,65 @@ Status Cluster::Place(const ClusterOptions& o) {
 void Cluster::ServeArea(AreaServeFn serve, Transport::NoticeFn on_notice) {
   if (!transport_) return;
   area_serve_ = std::move(serve);
-  transport_->OnNotice(std::move(on_notice));
+  area_notice_ = std::move(on_notice);
+}
+
+void Cluster::ShareFirstUse(const std::vector<FileStep>& files) {
+  if (stager_) stager_->FirstUseLater(files);
+  if (!transport_ || !own_) return;
+  // Per peer, the files of the packs it holds, as many to a notice as fit.
+  std::vector<std::vector<char>> out(static_cast<size_t>(size_));
+  const auto flush = [&](int peer) {
+    if (out[peer].size() > 1) (void)transport_->Send(peer, out[peer]);  // lost with a dead peer
+    out[peer].assign(1, static_cast<char>(kFirstUseNotice));
+  };
+  for (int r = 0; r < size_; ++r) out[r].assign(1, static_cast<char>(kFirstUseNotice));
+  for (const FileStep& f : files) {
+    if (f.node >= manifest_->node_count()) continue;
+    const uint32_t entry[2] = {f.node, static_cast<uint32_t>(std::min<uint64_t>(
+                                           f.step, std::numeric_limits<uint32_t>::max() - 1))};
+    for (int r : own_->Owners(manifest_->node(f.node).partition)) {
+      if (r == rank_) continue;
+      if (out[r].size() + sizeof entry > kMaxNoticeBytes) flush(r);
+      const char* bytes = reinterpret_cast<const char*>(entry);
+      out[r].insert(out[r].end(), bytes, bytes + sizeof entry);
+    }
+  }
+  for (int r = 0; r < size_; ++r) {
+    if (r != rank_) flush(r);
+  }
+}
+
+void Cluster::TakeFirstUse(int peer, std::span<const char> notice) {
+  constexpr size_t kEntry = 2 * sizeof(uint32_t);
+  if ((notice.size() - 1) % kEntry != 0) {
+    if (!bad_notice_logged_.exchange(true)) {
+      Log(LogLevel::kWarn, "a first-use notice of " + std::to_string(notice.size()) +
+                               " bytes from rank " + std::to_string(peer) +
+                               " is malformed; ignored (said once)");
+    }
+    return;
+  }
+  std::vector<FileStep> files((notice.size() - 1) / kEntry);
+  for (size_t i = 0; i < files.size(); ++i) {
+    uint32_t entry[2];
+    std::memcpy(entry, notice.data() + 1 + i * kEntry, kEntry);
+    files[i] = {entry[0], entry[1]};
+  }
+  if (stager_) stager_->FirstUseLater(files);
 }
 
 Status Cluster::Serve() {
   if (transport_) {
+    // The first byte says whose a notice is: a first-use notice, or the
+    // writable area's (its operations are numbered 1-4).
+    transport_->OnNotice([this](int peer, std::span<const char> notice) {
+      if (!notice.empty() && static_cast<uint8_t>(notice[0]) == kFirstUseNotice) {
+        TakeFirstUse(peer, notice);
+      } else if (area_notice_) {
+        area_notice_(peer, notice);
+      }
+    });
     DistributedPackStore* store = store_.get();
     const AreaServeFn* area = &area_serve_;
     CLAIRFS_RETURN_IF_ERROR(transport_->Start(
@@ -257,6 +313,7 @@ void Cluster::WriteStats(clairfs::JsonWriter& w) const {
         .Integer("bytes_kept", p.bytes_kept)
         .Integer("first_use_units", p.first_use_units)
         .Integer("bytes_first_use", p.bytes_first_use)
+        .Integer("first_use_files", p.first_use_files)
         .Integer("threads", p.threads)
         .Integer("yield_ms", static_cast<uint64_t>(stager_->yield_quiet().count()))
         .Number("yield_seconds", static_cast<double>(p.yield_ns.load()) / 1e9)

@@ -12,9 +12,11 @@
 // Shutdown() and Finalize() once, after unmounting.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -55,6 +57,10 @@ struct ClusterOptions {
   std::function<std::vector<uint64_t>(const format::Manifest&, int ranks)> first_use;
 };
 
+// The first byte of a first-use notice (Cluster::ShareFirstUse); the
+// writable area's notices start with 1-4 (fs/vfs/write_area_peers.cpp).
+inline constexpr uint8_t kFirstUseNotice = 0x80;
+
 class MpiTransport;
 
 class Cluster {
@@ -89,6 +95,12 @@ class Cluster {
   // The job's transport (null for one rank), for the writable area's notices
   // and reads.
   Transport* transport() { return transport_.get(); }
+  // When the job first reads files (the step in its first epoch), as this
+  // rank's training processes reported their orders: staged in that order
+  // here (Stager::FirstUseLater) and sent to the other ranks that hold the
+  // files' packs, which do the same (first-use notices). After Serve, before
+  // Shutdown; any thread; cheap (the planning is the copying threads').
+  void ShareFirstUse(const std::vector<FileStep>& files);
   // After the last gate: starts staging and serving peers' reads.
   Status Serve();
   std::shared_ptr<const format::Manifest> manifest() const { return manifest_; }
@@ -118,7 +130,12 @@ class Cluster {
   std::unique_ptr<Stager> stager_;
   int server_threads_ = 1;  // ClusterOptions::server_threads, from Start()
   std::unique_ptr<DistributedPackStore> store_;
-  AreaServeFn area_serve_;  // ServeArea's
+  std::unique_ptr<Ownership> own_;   // from Start
+  AreaServeFn area_serve_;           // ServeArea's
+  Transport::NoticeFn area_notice_;  // ServeArea's
+  // A peer's first-use notice (ShareFirstUse), on the transport's thread.
+  void TakeFirstUse(int peer, std::span<const char> notice);
+  std::atomic<bool> bad_notice_logged_{false};
   bool shut_down_ = false;
 };
 

@@ -68,6 +68,11 @@ bool PartialCopy::AwaitPresent(uint64_t lo, uint64_t hi) const {
   }
 }
 
+bool PartialCopy::Holds(uint64_t lo, uint64_t hi) const {
+  MutexLock lock(&mu_);
+  return !disabled_ && present_.Covers(lo, hi);
+}
+
 Status PartialCopy::ReadExact(uint64_t offset, size_t size, void* dst) const {
   char* p = static_cast<char*>(dst);
   for (size_t done = 0; done < size;) {

@@ -49,6 +49,8 @@ class PartialCopy {
   // claimed (under way); true once all present, false when a part is
   // neither (its claim abandoned) or the copy is disabled.
   bool AwaitPresent(uint64_t lo, uint64_t hi) const CLAIRFS_EXCLUDES(mu_);
+  // [lo, hi) is all present now (never on a disabled copy).
+  bool Holds(uint64_t lo, uint64_t hi) const CLAIRFS_EXCLUDES(mu_);
   // Fills `dst` with the pack's bytes [lo, hi): claims what nobody is
   // fetching, reads it with `fetch` and writes it into the copy, waits for
   // what others are fetching and reads that from the copy. On a disabled

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "base/log.hpp"
@@ -34,6 +35,14 @@ Status PreadExact(int fd, uint64_t offset, size_t size, char* dst, const std::st
 }
 
 }  // namespace
+
+std::vector<FileStep> FileSteps(const std::vector<uint64_t>& step) {
+  std::vector<FileStep> files;
+  for (uint32_t n = 0; n < step.size(); ++n) {
+    if (step[n] != UINT64_MAX) files.push_back({n, step[n]});
+  }
+  return files;
+}
 
 std::vector<StageUnit> FirstUseUnits(const format::Manifest& manifest,
                                      const std::vector<uint32_t>& partitions,
@@ -163,6 +172,8 @@ Stager::Stager(std::string dataset_dir, std::string local_dir,
     closed_[p].store(false);
     tee_of_[p].store(nullptr);
   }
+  units_left_.reset(new std::atomic<uint32_t>[n]);
+  for (uint32_t p = 0; p < n; ++p) units_left_[p].store(0);
   for (uint32_t p : partitions_) {
     if (p < n) mine_[p] = 1;
   }
@@ -186,19 +197,107 @@ Stager::~Stager() {
   }
 }
 
-void Stager::FirstUse(const std::vector<uint64_t>& step) {
-  if (step.empty()) return;
-  units_ = FirstUseUnits(*manifest_, partitions_, step, kChunk);
+bool Stager::Learn(const std::vector<FileStep>& files) {
   const uint32_t n = manifest_->partition_count() + 1;
-  units_left_.reset(new std::atomic<uint32_t>[n]);
-  for (uint32_t p = 0; p < n; ++p) units_left_[p].store(0);
-  for (const StageUnit& u : units_) units_left_[u.partition]++;
-  progress_.first_use_units = units_.size();
+  bool changed = false;
+  MutexLock lock(&steps_mu_);
+  for (const FileStep& f : files) {
+    if (f.node >= manifest_->node_count() || f.step == UINT64_MAX) continue;
+    const uint32_t p = manifest_->node(f.node).partition;
+    if (p >= n || mine_[p] == 0) continue;
+    if (first_step_.empty()) first_step_.assign(manifest_->node_count(), UINT64_MAX);
+    if (f.step < first_step_[f.node]) {
+      if (first_step_[f.node] == UINT64_MAX) progress_.first_use_files++;
+      first_step_[f.node] = f.step;
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+void Stager::FirstUse(const std::vector<FileStep>& files) {
+  if (Learn(files)) Replan();
+}
+
+void Stager::FirstUseLater(const std::vector<FileStep>& files) {
+  if (Learn(files)) replan_.store(true, std::memory_order_release);
+}
+
+void Stager::ReplanIfDue() {
+  if (!replan_.load(std::memory_order_acquire)) return;
+  int64_t due = next_plan_ns_.load(std::memory_order_relaxed);
+  const auto now = clock_->Now();
+  if (now.time_since_epoch().count() < due) return;
+  const int64_t next = (now + kReplanEvery).time_since_epoch().count();
+  if (!next_plan_ns_.compare_exchange_strong(due, next, std::memory_order_relaxed)) return;
+  replan_.store(false, std::memory_order_relaxed);
+  Replan();
+}
+
+void Stager::Replan() {
+  MutexLock plan(&plan_mu_);
+  const uint32_t n = manifest_->partition_count() + 1;
+  std::vector<uint64_t> step;
+  {
+    MutexLock lock(&steps_mu_);
+    step = first_step_;
+  }
+  // The packs still to plan: not begun, not read before their turn, or
+  // with units left. Their units are made again without mu_ (a large
+  // manifest takes a while), then put in place of those not begun yet.
+  std::vector<uint32_t> open;
+  {
+    MutexLock lock(&mu_);
+    if (cancel_) return;
+    if (unit_fd_.empty()) {
+      unit_fd_.assign(n, -2);
+      unit_failed_.assign(n, 0);
+    }
+    std::vector<uint8_t> waits(n, 0);
+    for (uint32_t p : waiting_) waits[p] = 1;
+    for (uint32_t p : partitions_) {
+      if (waits[p] != 0 || units_left_[p].load() > 0) open.push_back(p);
+    }
+  }
+  std::vector<StageUnit> made = FirstUseUnits(*manifest_, open, step, kChunk);
   MutexLock lock(&mu_);
-  unit_fd_.assign(n, -2);
-  unit_failed_.assign(n, 0);
-  // A pack with units waits for its turn until they are in (CopyUnit).
-  std::erase_if(waiting_, [&](uint32_t p) { return units_left_[p].load() > 0; });
+  // A pack begun or read meanwhile left the set; a range its copy holds
+  // already is not copied again.
+  std::vector<uint8_t> still(n, 0);
+  for (uint32_t p : waiting_) still[p] = 1;
+  for (uint32_t p : open) still[p] |= units_left_[p].load() > 0 ? 1 : 0;
+  size_t kept = 0;
+  for (const StageUnit& u : made) {
+    const PartialCopy* copy = partial_[u.partition].get();
+    if (still[u.partition] == 0 || (copy != nullptr && copy->Holds(u.offset, u.offset + u.size))) {
+      continue;
+    }
+    made[kept++] = u;
+  }
+  made.resize(kept);
+  // The units not begun give way to the new ones; those under way stay counted.
+  std::vector<int64_t> delta(n, 0);
+  for (size_t i = next_unit_; i < units_.size(); ++i) delta[units_[i].partition]--;
+  for (const StageUnit& u : made) delta[u.partition]++;
+  const uint64_t dropped = units_.size() - next_unit_;
+  progress_.first_use_units += made.size();
+  progress_.first_use_units -= dropped;
+  units_ = std::move(made);
+  next_unit_ = 0;
+  for (uint32_t p : open) {
+    if (delta[p] == 0) continue;
+    const uint32_t before = units_left_[p].load();
+    units_left_[p].fetch_add(static_cast<uint32_t>(delta[p]));
+    if (before == 0) {
+      // A pack waiting its turn: it waits for its units now (CopyUnit).
+      waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), p), waiting_.end());
+    } else if (static_cast<int64_t>(before) + delta[p] == 0) {
+      // Its units all went (none under way): its turn comes now.
+      if (unit_fd_[p] >= 0) ::close(unit_fd_[p]);
+      unit_fd_[p] = -1;
+      if (!closed_[p].load(std::memory_order_acquire)) preferred_waiting_.push_back(p);
+    }
+  }
 }
 
 void Stager::Start() {
@@ -292,20 +391,18 @@ void Stager::Close(uint32_t p, bool copy_in_use) {
 void Stager::Worker() {
   std::vector<char> unit_buf;
   for (;;) {
+    ReplanIfDue();
     uint32_t p = 0;
     bool verify = false;
-    size_t unit = units_.size();
+    std::optional<StageUnit> unit;
     {
       MutexLock lock(&mu_);
       if (cancel_) break;
       // Packs read before their turn (or whose units are in), then the
       // job's first-use order, then the other packs.
-      if (preferred_waiting_.empty() &&
-          next_unit_.load(std::memory_order_relaxed) < units_.size()) {
-        unit = next_unit_.fetch_add(1, std::memory_order_relaxed);
-      }
+      if (preferred_waiting_.empty() && next_unit_ < units_.size()) unit = units_[next_unit_++];
       std::deque<uint32_t>& from = preferred_waiting_.empty() ? waiting_ : preferred_waiting_;
-      if (unit < units_.size()) {
+      if (unit) {
         // copied below
       } else if (!from.empty()) {
         p = from.front();
@@ -319,9 +416,9 @@ void Stager::Worker() {
         break;
       }
     }
-    if (unit < units_.size()) {
+    if (unit) {
       if (unit_buf.empty()) unit_buf.resize(kChunk);
-      CopyUnit(unit, unit_buf.data());
+      CopyUnit(*unit, unit_buf.data());
       continue;
     }
     Status st = verify ? VerifyAdopted(p) : StageOne(p);
@@ -342,9 +439,9 @@ void Stager::Worker() {
             std::to_string(progress_.packs_total) + " packs (" +
             std::to_string(progress_.packs_reused.load()) + " reused, " +
             Mib(progress_.bytes_copied) + " copied" +
-            (units_.empty() ? ""
-                            : ", " + Mib(progress_.bytes_first_use) +
-                                  " of it first, in the job's first-use order") +
+            (progress_.first_use_units == 0 ? ""
+                                            : ", " + Mib(progress_.bytes_first_use) +
+                                                  " of it first, in the job's first-use order") +
             ") in " + std::to_string(progress_.seconds.load()) + " s into " + local_dir_);
   }
 }
@@ -368,8 +465,7 @@ int Stager::UnitSource(uint32_t p) {
   return fd;
 }
 
-void Stager::CopyUnit(size_t i, char* buf) {
-  const StageUnit& u = units_[i];
+void Stager::CopyUnit(const StageUnit& u, char* buf) {
   const uint32_t p = u.partition;
   const int fd = closed_[p].load(std::memory_order_acquire) ? -1 : UnitSource(p);
   PartialCopy* copy = fd >= 0 ? CopyFor(p) : nullptr;
@@ -567,7 +663,9 @@ void Stager::MaybeLogProgress() {
   const uint64_t read = bytes_read_;
   const auto rate = static_cast<uint64_t>(secs > 0 ? static_cast<double>(read) / secs : 0);
   const std::string ahead =
-      units_.empty() ? "" : Mib(progress_.bytes_first_use) + " in the job's first-use order, then ";
+      progress_.first_use_units == 0
+          ? ""
+          : Mib(progress_.bytes_first_use) + " in the job's first-use order, then ";
   Log(LogLevel::kInfo, "staging: " + ahead + Mib(progress_.bytes_copied) + " of " +
                            Mib(progress_.bytes_total) + " copied, " +
                            std::to_string(progress_.packs_done.load()) + "/" +

@@ -66,7 +66,19 @@ struct StagingProgress {
   std::atomic<uint64_t> yield_ns{0};  // copying paused for reads of the job (YieldToReads)
   // FirstUse: the ranges to copy in the job's order, and the bytes copied so.
   std::atomic<uint64_t> first_use_units{0}, bytes_first_use{0};
+  // Files of these packs whose first read is known (FirstUse).
+  std::atomic<uint64_t> first_use_files{0};
 };
+
+// When the job first reads a file: `step` in its first epoch.
+struct FileStep {
+  uint32_t node;
+  uint64_t step;
+  bool operator==(const FileStep&) const = default;
+};
+
+// The files of `step` (per manifest node, UINT64_MAX: not read) that are read.
+std::vector<FileStep> FileSteps(const std::vector<uint64_t>& step);
 
 // A range of a pack, copied ahead of the packs' turns because the job reads
 // it at `step` of its first epoch.
@@ -117,10 +129,21 @@ class Stager {
   std::chrono::milliseconds yield_quiet() const {
     return std::chrono::duration_cast<std::chrono::milliseconds>(yield_quiet_);
   }
-  // The job's first epoch, `step` per manifest node (ClusterOptions::
-  // first_use): its ranges of this stager's packs are copied first, in that
-  // order. Empty: not known. Call before Start.
-  void FirstUse(const std::vector<uint64_t>& step);
+  // The job's first epoch, or what is known of it: the step at which the job
+  // first reads each of `files` (manifest nodes; others of this stager's
+  // packs are ignored). The ranges of this stager's packs that it reads are
+  // copied first, in that order. Callable at any time, as often as more is
+  // learned (ClusterOptions::first_use at Start; the job's reported orders
+  // later, from this node's ranks and from peers): each call takes the
+  // earlier step per file and plans again the packs not begun yet; a range
+  // already in its pack's copy is not planned again.
+  void FirstUse(const std::vector<FileStep>& files) CLAIRFS_EXCLUDES(steps_mu_, plan_mu_, mu_);
+  // The same, planned by a copying thread between two copies (at most every
+  // kReplanEvery): cheap for the caller (the thread that moves the network's
+  // messages, the one that reads the job's reports). Nothing is planned once
+  // nothing is left to copy.
+  void FirstUseLater(const std::vector<FileStep>& files) CLAIRFS_EXCLUDES(steps_mu_);
+  static constexpr std::chrono::milliseconds kReplanEvery{500};
   // Starts the copy threads. Call once.
   void Start();
   // Blocks until every pack is staged or has failed.
@@ -148,10 +171,10 @@ class Stager {
   class TeeFile;
 
   void Worker();
-  // Copies unit i (FirstUse) into its pack's copy through `buf` (kChunk bytes), from a descriptor
+  // Copies `u` (FirstUse) into its pack's copy through `buf` (kChunk bytes), from a descriptor
   // of the pack in the dataset directory kept while the pack has units left; the pack waits for its
   // turn once its last unit is in. An error leaves the pack's units to its turn, which reports it.
-  void CopyUnit(size_t i, char* buf);
+  void CopyUnit(const StageUnit& u, char* buf);
   // The pack's descriptor for its units, opened on first use; -1 when it
   // cannot be opened or does not match the manifest's size.
   int UnitSource(uint32_t p) CLAIRFS_EXCLUDES(mu_);
@@ -197,10 +220,22 @@ class Stager {
   StagingProgress progress_;
   // Partitions waiting their turn, in order: those read before it first (in
   // the order of their first reads), then the others; those begun, in order.
-  // FirstUse's ranges, the next to copy, and per partition how many are
-  // left and the descriptor they read from (-2: not open yet).
-  std::vector<StageUnit> units_;
-  std::atomic<size_t> next_unit_{0};
+  // FirstUse's steps so far (per manifest node; empty until the first call),
+  // its ranges, the next to copy, and per partition how many are left (not
+  // begun or under way) and the descriptor they read from (-2: not open yet).
+  // Takes the earlier step per file into first_step_; true if one changed.
+  bool Learn(const std::vector<FileStep>& files) CLAIRFS_EXCLUDES(steps_mu_);
+  // Plans the packs not begun by first_step_.
+  void Replan() CLAIRFS_EXCLUDES(steps_mu_, plan_mu_, mu_);
+  // Replan, when FirstUseLater learned something and kReplanEvery has passed.
+  void ReplanIfDue() CLAIRFS_EXCLUDES(steps_mu_, plan_mu_, mu_);
+  Mutex steps_mu_;  // a leaf
+  std::vector<uint64_t> first_step_ CLAIRFS_GUARDED_BY(steps_mu_);
+  std::atomic<bool> replan_{false};       // FirstUseLater learned something
+  std::atomic<int64_t> next_plan_ns_{0};  // clock_ time before which ReplanIfDue waits
+  Mutex plan_mu_;                         // one Replan at a time; taken before mu_
+  std::vector<StageUnit> units_ CLAIRFS_GUARDED_BY(mu_);
+  size_t next_unit_ CLAIRFS_GUARDED_BY(mu_) = 0;
   std::unique_ptr<std::atomic<uint32_t>[]> units_left_;
   std::vector<int> unit_fd_ CLAIRFS_GUARDED_BY(mu_);
   std::vector<uint8_t> unit_failed_ CLAIRFS_GUARDED_BY(mu_);  // a unit's copy failed: no more

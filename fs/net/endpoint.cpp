@@ -51,12 +51,16 @@ void Endpoint::Read(int peer, const PackRead& read, std::chrono::steady_clock::t
   done(Status::IOError("transport stopped", ESHUTDOWN));
 }
 
-int Endpoint::Publish(std::span<const char> notice) {
+int Endpoint::Publish(std::span<const char> notice) { return Queue(notice, 0, size_); }
+
+int Endpoint::Send(int peer, std::span<const char> notice) { return Queue(notice, peer, peer + 1); }
+
+int Endpoint::Queue(std::span<const char> notice, int first, int end) {
   auto shared = std::make_shared<const std::vector<char>>(notice.begin(), notice.end());
   MutexLock lock(&mu_);
   if (stopped_ || size_ < 2) return 0;
   int dropped = 0;
-  for (int p = 0; p < size_; ++p) {
+  for (int p = std::max(first, 0); p < std::min(end, size_); ++p) {
     if (p == rank_) continue;
     if (out_notices_[p].size() >= kMaxQueuedNotices) {
       counters_.notices_dropped++;

@@ -74,6 +74,8 @@ class Endpoint {
   // number of peers it was dropped for.
   static constexpr size_t kMaxQueuedNotices = 1u << 16;
   int Publish(std::span<const char> notice);
+  // The same for `peer` alone (not this rank): 1 if dropped, else 0.
+  int Send(int peer, std::span<const char> notice);
 
   // Progress side: messages ready to send (request and reply batches of at
   // most kMaxBatch entries; at most one notice batch per peer, the rest of a
@@ -99,6 +101,9 @@ class Endpoint {
     int peer;
     wire::Request request;
   };
+  // Queues `notice` for the peers in [first, end) but this rank; returns
+  // how many it was dropped for.
+  int Queue(std::span<const char> notice, int first, int end) CLAIRFS_EXCLUDES(mu_);
   void DeliverRequests(int peer, const char* data, size_t size);
   void DeliverReplies(int peer, const char* data, size_t size);
   void DeliverNotices(int peer, const char* data, size_t size);

@@ -162,6 +162,12 @@ Status LoopbackTransport::Publish(std::span<const char> notice) {
   return NoticeDrops(endpoint_->Publish(notice));
 }
 
+Status LoopbackTransport::Send(int peer, std::span<const char> notice) {
+  CLAIRFS_RETURN_IF_ERROR(CheckSend(rank_, fabric_->size(), peer, notice));
+  if (!endpoint_ || stop_) return Status::IOError("transport not running", ECANCELED);
+  return NoticeDrops(endpoint_->Send(peer, notice));
+}
+
 Status LoopbackTransport::Barrier(std::chrono::steady_clock::time_point deadline) {
   return fabric_->Barrier(deadline);
 }

@@ -94,6 +94,7 @@ class LoopbackTransport final : public Transport {
   Status Start(ServeFn serve, int server_threads, ServeNowFn serve_now = {}) override;
   void OnNotice(NoticeFn fn) override { on_notice_ = std::move(fn); }
   Status Publish(std::span<const char> notice) override;
+  Status Send(int peer, std::span<const char> notice) override;
   void Read(int peer, const PackRead& read, std::chrono::steady_clock::time_point deadline,
             ReplyFn done) override;
   Status Barrier(std::chrono::steady_clock::time_point deadline) override;

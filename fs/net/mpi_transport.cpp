@@ -186,6 +186,12 @@ Status MpiTransport::Publish(std::span<const char> notice) {
   return NoticeDrops(endpoint_->Publish(notice));
 }
 
+Status MpiTransport::Send(int peer, std::span<const char> notice) {
+  CLAIRFS_RETURN_IF_ERROR(CheckSend(rank_, size_, peer, notice));
+  if (!endpoint_ || stop_) return Status::IOError("transport not running", ECANCELED);
+  return NoticeDrops(endpoint_->Send(peer, notice));
+}
+
 Status MpiTransport::Barrier(std::chrono::steady_clock::time_point deadline) {
   if (!endpoint_) return Status::IOError("transport not started", ESHUTDOWN);
   int idle = 0;

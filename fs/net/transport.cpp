@@ -15,6 +15,14 @@ Status CheckNoticeSize(std::span<const char> notice) {
   return Status::Ok();
 }
 
+Status CheckSend(int rank, int size, int peer, std::span<const char> notice) {
+  if (peer < 0 || peer >= size || peer == rank) {
+    return Status::InvalidArgument("a notice to rank " + std::to_string(peer) + " from rank " +
+                                   std::to_string(rank) + " of " + std::to_string(size));
+  }
+  return CheckNoticeSize(notice);
+}
+
 Status NoticeDrops(int peers) {
   if (peers == 0) return Status::Ok();
   return Status::IOError(

@@ -99,6 +99,9 @@ class Transport {
   // (its link stalled; sent to the others all the same). Never blocks on the
   // network: the bytes are copied and queued.
   virtual Status Publish(std::span<const char> notice) = 0;
+  // The same, to `peer` alone (another rank): EINVAL for this rank or one
+  // out of range.
+  virtual Status Send(int peer, std::span<const char> notice) = 0;
   // Asynchronous read from `peer` (never this rank).
   virtual void Read(int peer, const PackRead& read, std::chrono::steady_clock::time_point deadline,
                     ReplyFn done) = 0;
@@ -115,6 +118,8 @@ class Transport {
 // Publish's size check, shared by the implementations: EINVAL unless the
 // notice holds 1 to kMaxNoticeBytes bytes.
 Status CheckNoticeSize(std::span<const char> notice);
+// Send's checks: the notice's size, and a peer that is another rank.
+Status CheckSend(int rank, int size, int peer, std::span<const char> notice);
 // Publish's result once queued: EAGAIN when dropped for `peers` > 0 peers.
 Status NoticeDrops(int peers);
 

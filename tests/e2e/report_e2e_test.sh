@@ -118,6 +118,15 @@ for r in range(nodes):
         assert e["deviations"] == 0, (name, r, e)
         assert e["stalls"] <= allowed, "%s daemon %d epoch %d: %d stalls > %d" % (name, r, e["epoch"], e["stalls"], allowed)
         print("%s daemon %d epoch %d: %d of %d opens ready, %d stalls" % (name, r, e["epoch"], e["ready"], e["opens"], e["stalls"]))
+if nodes == 2:
+    # Staging learns when the job first reads each file of the daemon's packs
+    # from its own ranks' reports and from the other daemon's (first-use
+    # notices): between them every file the first epoch reads, though each
+    # rank reads only its half under DistributedSampler.
+    known = [json.load(open(os.path.join(t, "%s.stats%d.json" % (name, r))))["cluster"]["staging"]["first_use_files"]
+             for r in range(nodes)]
+    print("%s: first reads known to staging %s of %d files" % (name, known, len(source)))
+    assert sum(known) >= len(source) and min(known) > 0, (name, known, len(source))
 PY
 }
 

@@ -342,3 +342,24 @@ TEST_CASE(
   CHECK(e.counters().notices_dropped == 2);
   e.Stop();
 }
+
+TEST_CASE("a notice sent to one peer reaches it alone, in order with what was published",
+          "[net][notice]") {
+  NoticeCluster c(3);
+  REQUIRE(c.ranks[0]->Publish(Bytes("to all")).ok());
+  REQUIRE(c.ranks[0]->Send(2, Bytes("to 2")).ok());
+  REQUIRE(c.ranks[1]->Send(2, Bytes("from 1")).ok());
+  REQUIRE(c.ranks[0]->Send(1, Bytes("to 1")).ok());
+  CHECK(c.ranks[0]->Send(0, Bytes("to myself")).err() == EINVAL);
+  CHECK(c.ranks[0]->Send(3, Bytes("to nobody")).err() == EINVAL);
+  CHECK(c.ranks[0]->Send(-1, Bytes("to nobody")).err() == EINVAL);
+  CHECK(c.ranks[0]->Send(1, {}).err() == EINVAL);
+  REQUIRE(c.inboxes[1].WaitFor(2, 5000ms));
+  REQUIRE(c.inboxes[2].WaitFor(3, 5000ms));
+  std::this_thread::sleep_for(50ms);  // room for anything that should not come
+  using Got = std::map<int, std::vector<std::string>>;
+  CHECK(c.inboxes[0].total() == 0);
+  CHECK(c.inboxes[1].by_peer() == Got{{0, {"to all", "to 1"}}});
+  CHECK(c.inboxes[2].by_peer() == Got{{0, {"to all", "to 2"}}, {1, {"from 1"}}});
+  CHECK(c.ranks[0]->counters()->notices_sent == 4);
+}
