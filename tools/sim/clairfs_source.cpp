@@ -266,16 +266,21 @@ bool ClairfsSource::StageUnit(uint32_t node, uint32_t stream) {
   const std::vector<uint64_t>& pack = partition_files_[u.partition];
   std::vector<uint64_t> files;
   uint64_t bytes = 0;
+  const size_t piece = u.offset / PieceSize();
   if (u.piece) {
     // A piece of a large file: the first piece starts it, the others follow
-    // it; a file a read brought (or is bringing) needs no more.
+    // it; a file a read brought whole (or is bringing) needs no more, nor a
+    // piece a read of it took.
     const uint64_t f = pack[u.begin];
-    const uint64_t chunk = std::max<uint64_t>(spec_.stage_chunk, 1);
     if (state_[f] == kNotStaged) {
       state_[f] = kStaging;
-      pieces_left_[f] = ((*bytes_)[f] + chunk - 1) / chunk;
+      Pieces& p = pieces_[f];
+      p.state.assign(((*bytes_)[f] + PieceSize() - 1) / PieceSize(), kNotStaged);
+      p.left = p.state.size();
     }
-    if (pieces_left_.contains(f)) {
+    auto it = pieces_.find(f);
+    if (it != pieces_.end() && it->second.state[piece] == kNotStaged) {
+      it->second.state[piece] = kStaging;
       files.push_back(f);
       bytes = u.bytes;
     }
@@ -293,18 +298,19 @@ bool ClairfsSource::StageUnit(uint32_t node, uint32_t stream) {
     return false;
   }
   k.streams[stream].busy = true;
-  const bool piece = u.piece;
+  const bool is_piece = u.piece;
   const uint32_t partition = u.partition;
   fs_->Transfer(
       bytes,
-      [this, node, stream, bytes, piece, partition, files = std::move(files)]() mutable {
-        auto write = [this, node, stream, bytes, piece, partition,
+      [this, node, stream, bytes, is_piece, piece, partition, files = std::move(files)]() mutable {
+        auto write = [this, node, stream, bytes, is_piece, piece, partition,
                       files = std::move(files)]() mutable {
           node_[node].ssd->Transfer(
-              bytes, [this, node, stream, piece, partition, files = std::move(files)] {
+              bytes, [this, node, stream, is_piece, piece, partition, files = std::move(files)] {
                 for (uint64_t f : files) {
-                  if (!piece || --pieces_left_[f] == 0) {
-                    if (piece) pieces_left_.erase(f);
+                  if (is_piece) {
+                    PieceLanded(f, piece);
+                  } else {
                     Landed(f);
                   }
                 }
@@ -334,14 +340,17 @@ void ClairfsSource::Landed(uint64_t file) {
   landing_.erase(it);
 }
 
-void ClairfsSource::ReadThroughHome(uint32_t node, uint64_t file, SourceCounters* count,
-                                    EventLoop::Fn done) {
-  const uint64_t n = (*bytes_)[file];
-  const uint32_t home = HomeOf(file);
-  const uint32_t partition = PartitionOf(file);
+void ClairfsSource::PieceLanded(uint64_t file, size_t piece) {
+  Pieces& p = pieces_.at(file);
+  p.state[piece] = kOnSsd;
+  if (--p.left > 0) return;
+  pieces_.erase(file);
+  Landed(file);
+}
+
+void ClairfsSource::ReadSource(uint32_t home, uint32_t partition, uint64_t bytes,
+                               EventLoop::Fn done) {
   Node& h = node_[home];
-  count->shared_fs_bytes += n;
-  state_[file] = kStaging;  // other reads of it wait for these bytes
   h.source_reads++;
   // Needed before its turn: the home stages this partition next (after
   // the ones its copying threads are on).
@@ -358,8 +367,8 @@ void ClairfsSource::ReadThroughHome(uint32_t node, uint64_t file, SourceCounters
     h.to_stage.push_front(partition);
   }
   fs_->Transfer(
-      n,
-      [this, node, file, n, home, done = std::move(done)]() mutable {
+      bytes,
+      [this, home, done = std::move(done)]() mutable {
         Node& h = node_[home];
         h.source_reads--;
         h.last_source_read = loop_->now();
@@ -369,17 +378,67 @@ void ClairfsSource::ReadThroughHome(uint32_t node, uint64_t file, SourceCounters
             StageNext(home);
           });
         }
-        h.ssd->Transfer(n, [] {});  // the home's copy is written as the bytes pass
-        Landed(file);
-        if (node == home) return done();
-        if (!cpu_modelled()) return h.link->Transfer(n, std::move(done));
-        const double peer = static_cast<double>(n) * spec_.cpu_per_peer_byte;
-        Cpu(home, peer, [] {});  // the home's sending
-        h.link->Transfer(n, [this, node, peer, done = std::move(done)]() mutable {
-          Cpu(node, peer, std::move(done));  // the reader's receiving
-        });
+        done();
       },
       static_cast<int>(home));
+}
+
+void ClairfsSource::ReadThroughHome(uint32_t node, uint64_t file, SourceCounters* count,
+                                    EventLoop::Fn done) {
+  const uint64_t n = (*bytes_)[file];
+  const uint32_t home = HomeOf(file);
+  count->shared_fs_bytes += n;
+  state_[file] = kStaging;  // other reads of it wait for these bytes
+  ReadSource(home, PartitionOf(file), n,
+             [this, node, file, n, home, done = std::move(done)]() mutable {
+               node_[home].ssd->Transfer(n, [] {});  // the home's copy is written as the bytes pass
+               Landed(file);
+               OverLink(node, home, n, std::move(done));
+             });
+}
+
+void ClairfsSource::ReadPieces(uint32_t node, uint64_t file, SourceCounters* count,
+                               EventLoop::Fn done) {
+  const uint64_t n = (*bytes_)[file];
+  const uint32_t home = HomeOf(file);
+  Pieces& p = pieces_.at(file);
+  // Claimed here, so staging skips them (PartialCopy::Claim).
+  std::vector<size_t> mine;
+  uint64_t missing = 0;
+  for (size_t i = 0; i < p.state.size(); ++i) {
+    if (p.state[i] != kNotStaged) continue;
+    p.state[i] = kStaging;
+    mine.push_back(i);
+    missing += std::min(PieceSize(), n - i * PieceSize());
+  }
+  const uint64_t copied = n - missing;  // staged or on their way
+  count->shared_fs_bytes += missing;
+  (node == home ? count->local_bytes : count->peer_bytes) += copied;
+  if (!mine.empty()) piece_reads_++;
+  // The missing pieces come straight to the reader as they pass into the
+  // copy (as ReadThroughHome's file), the rest from the copy once every
+  // piece is in.
+  landing_[file].push_back([this, node, home, n, copied, done = std::move(done)]() mutable {
+    node_[home].ssd->Transfer(copied, [this, node, home, n, done = std::move(done)]() mutable {
+      OverLink(node, home, n, std::move(done));
+    });
+  });
+  if (mine.empty()) return;
+  ReadSource(home, PartitionOf(file), missing, [this, file, home, missing, mine = std::move(mine)] {
+    node_[home].ssd->Transfer(missing, [] {});  // written as the bytes pass
+    for (size_t i : mine) PieceLanded(file, i);
+  });
+}
+
+void ClairfsSource::OverLink(uint32_t node, uint32_t home, uint64_t bytes, EventLoop::Fn done) {
+  if (node == home) return done();
+  SharedDevice* link = node_[home].link.get();
+  if (!cpu_modelled()) return link->Transfer(bytes, std::move(done));
+  const double peer = static_cast<double>(bytes) * spec_.cpu_per_peer_byte;
+  Cpu(home, peer, [] {});  // the home's sending
+  link->Transfer(bytes, [this, node, peer, done = std::move(done)]() mutable {
+    Cpu(node, peer, std::move(done));  // the reader's receiving
+  });
 }
 
 void ClairfsSource::Fetch(uint32_t node, uint64_t file, SourceCounters* count, EventLoop::Fn done) {
@@ -387,28 +446,17 @@ void ClairfsSource::Fetch(uint32_t node, uint64_t file, SourceCounters* count, E
   const uint32_t home = HomeOf(file);
   if (state_[file] == kNotStaged) {
     ReadThroughHome(node, file, count, std::move(done));
+  } else if (pieces_.contains(file)) {  // copied in pieces, not all in yet
+    ReadPieces(node, file, count, std::move(done));
   } else if (state_[file] == kStaging) {  // its bytes are on their way to the home's SSD
     landing_[file].push_back([this, node, file, count, done = std::move(done)]() mutable {
       Fetch(node, file, count, std::move(done));
     });
-  } else if (home == node) {
-    count->local_bytes += n;
-    node_[node].ssd->Transfer(n, std::move(done));
   } else {
-    count->peer_bytes += n;
-    SharedDevice* link = node_[home].link.get();
-    if (!cpu_modelled()) {
-      return node_[home].ssd->Transfer(
-          n, [link, n, done = std::move(done)]() mutable { link->Transfer(n, std::move(done)); });
-    }
-    const double peer = static_cast<double>(n) * spec_.cpu_per_peer_byte;
-    node_[home].ssd->Transfer(
-        n, [this, link, n, node, home, peer, done = std::move(done)]() mutable {
-          Cpu(home, peer, [] {});  // the home's sending
-          link->Transfer(n, [this, node, peer, done = std::move(done)]() mutable {
-            Cpu(node, peer, std::move(done));  // the reader's receiving
-          });
-        });
+    (home == node ? count->local_bytes : count->peer_bytes) += n;
+    node_[home].ssd->Transfer(n, [this, node, home, n, done = std::move(done)]() mutable {
+      OverLink(node, home, n, std::move(done));
+    });
   }
 }
 
