@@ -182,166 +182,9 @@ void ClairfsSource::StartEpoch(uint32_t epoch) {
   for (uint32_t n = 0; n < nodes_; ++n) Pump(n);
 }
 
-void ClairfsSource::StageNext(uint32_t node) {
-  Node& k = node_[node];
-  if (k.stage_paused) return;
-  // No pause at all with stage_yield 0, as the daemon's stage_yield_ms 0.
-  if (spec_.stage_yield > 0 && k.source_reads > 0) {  // resumed when the last of them ends
-    k.stage_paused = true;
-    return;
-  }
-  const double resume = k.last_source_read + spec_.stage_yield;
-  if (spec_.stage_yield > 0 && loop_->now() < resume) {
-    k.stage_paused = true;
-    loop_->After(resume - loop_->now(), [this, node] {
-      node_[node].stage_paused = false;
-      StageNext(node);
-    });
-    return;
-  }
-  for (uint32_t s = 0; s < k.streams.size(); ++s) StageChunk(node, s);
-}
-
-void ClairfsSource::StageChunk(uint32_t node, uint32_t stream) {
-  Node& k = node_[node];
-  Stream& s = k.streams[stream];
-  if (s.busy) return;
-  // The next file of the stream's partition (in its pack's order) not on
-  // the SSD yet; a stream done with its partition takes the next waiting one.
-  const std::vector<uint64_t>* pack = nullptr;
-  for (;;) {
-    if (s.partition >= 0) {
-      pack = &partition_files_[s.partition];
-      while (s.cursor < pack->size() && state_[(*pack)[s.cursor]] != kNotStaged) ++s.cursor;
-      if (s.cursor < pack->size()) break;
-    }
-    // The daemon's Worker: partitions to finish, then the first-use
-    // ranges, then the partitions in turn.
-    std::deque<uint32_t>* from = &k.finish;
-    if (from->empty() && k.next_unit < k.units.size()) {
-      if (StageUnit(node, stream)) return;
-      continue;  // nothing left to read in it; its partition may be finished next
-    }
-    if (from->empty()) from = &k.to_stage;
-    if (from->empty()) return;
-    s.partition = from->front();
-    s.cursor = 0;
-    from->pop_front();
-  }
-  // A chunk: the files next to each other in the pack from there that are
-  // not on the SSD, up to stage_chunk bytes (at least one file); with
-  // stage_whole_chunks, the files already there or on their way are read
-  // again instead of ending it.
-  std::vector<uint64_t> chunk;
-  uint64_t bytes = 0;
-  size_t i = s.cursor;
-  for (; i < pack->size() && (spec_.stage_whole_chunks || state_[(*pack)[i]] == kNotStaged); ++i) {
-    const uint64_t f = (*pack)[i];
-    if (!chunk.empty() && bytes + (*bytes_)[f] > spec_.stage_chunk) break;
-    bytes += (*bytes_)[f];
-    if (state_[f] != kNotStaged) continue;  // read again, its bytes dropped
-    chunk.push_back(f);
-    state_[f] = kStaging;
-  }
-  s.cursor = i;
-  s.busy = true;
-  fs_->Transfer(
-      bytes,
-      [this, node, stream, bytes, chunk = std::move(chunk)]() mutable {
-        auto write = [this, node, stream, bytes, chunk = std::move(chunk)]() mutable {
-          node_[node].ssd->Transfer(bytes, [this, node, stream, chunk = std::move(chunk)] {
-            for (uint64_t f : chunk) Landed(f);
-            node_[node].streams[stream].busy = false;
-            StageNext(node);
-          });
-        };
-        Cpu(node, static_cast<double>(bytes) * spec_.cpu_per_staged_byte, std::move(write));
-      },
-      static_cast<int>(node));
-}
-
-bool ClairfsSource::StageUnit(uint32_t node, uint32_t stream) {
-  Node& k = node_[node];
-  const FirstUseUnit u = k.units[k.next_unit++];
-  const std::vector<uint64_t>& pack = partition_files_[u.partition];
-  std::vector<uint64_t> files;
-  uint64_t bytes = 0;
-  if (u.piece) {
-    // A piece of a large file: the first piece starts it, the others follow
-    // it; a file a read brought (or is bringing) needs no more.
-    const uint64_t f = pack[u.begin];
-    const uint64_t chunk = std::max<uint64_t>(spec_.stage_chunk, 1);
-    if (state_[f] == kNotStaged) {
-      state_[f] = kStaging;
-      pieces_left_[f] = ((*bytes_)[f] + chunk - 1) / chunk;
-    }
-    if (pieces_left_.contains(f)) {
-      files.push_back(f);
-      bytes = u.bytes;
-    }
-  } else {
-    for (size_t i = u.begin; i < u.end; ++i) {
-      const uint64_t f = pack[i];
-      if (state_[f] != kNotStaged) continue;
-      files.push_back(f);
-      bytes += (*bytes_)[f];
-      state_[f] = kStaging;
-    }
-  }
-  if (files.empty()) {
-    UnitDone(node, u.partition);
-    return false;
-  }
-  k.streams[stream].busy = true;
-  const bool piece = u.piece;
-  const uint32_t partition = u.partition;
-  fs_->Transfer(
-      bytes,
-      [this, node, stream, bytes, piece, partition, files = std::move(files)]() mutable {
-        auto write = [this, node, stream, bytes, piece, partition,
-                      files = std::move(files)]() mutable {
-          node_[node].ssd->Transfer(
-              bytes, [this, node, stream, piece, partition, files = std::move(files)] {
-                for (uint64_t f : files) {
-                  if (!piece || --pieces_left_[f] == 0) {
-                    if (piece) pieces_left_.erase(f);
-                    Landed(f);
-                  }
-                }
-                node_[node].streams[stream].busy = false;
-                UnitDone(node, partition);
-                StageNext(node);
-              });
-        };
-        Cpu(node, static_cast<double>(bytes) * spec_.cpu_per_staged_byte, std::move(write));
-      },
-      static_cast<int>(node));
-  return true;
-}
-
-void ClairfsSource::UnitDone(uint32_t node, uint32_t partition) {
-  if (--units_left_[partition] == 0) node_[node].finish.push_back(partition);
-}
-
-void ClairfsSource::Landed(uint64_t file) {
-  if (state_[file] == kOnSsd) return;
-  state_[file] = kOnSsd;
-  if (landed_order_.size() < 64) landed_order_.push_back(file);
-  if (--files_left_ == 0) staged_at_ = loop_->now() - stage_start_;
-  auto it = landing_.find(file);
-  if (it == landing_.end()) return;
-  for (auto& read : it->second) loop_->After(0, std::move(read));
-  landing_.erase(it);
-}
-
-void ClairfsSource::ReadThroughHome(uint32_t node, uint64_t file, SourceCounters* count,
-                                    EventLoop::Fn done) {
-  const uint64_t n = (*bytes_)[file];
-  const uint32_t home = HomeOf(file);
-  const uint32_t partition = PartitionOf(file);
+void ClairfsSource::ReadSource(uint32_t home, uint32_t partition, uint64_t bytes,
+                               EventLoop::Fn done) {
   Node& h = node_[home];
-  count->shared_fs_bytes += n;
-  state_[file] = kStaging;  // other reads of it wait for these bytes
   h.source_reads++;
   // Needed before its turn: the home stages this partition next (after
   // the ones its copying threads are on).
@@ -358,8 +201,8 @@ void ClairfsSource::ReadThroughHome(uint32_t node, uint64_t file, SourceCounters
     h.to_stage.push_front(partition);
   }
   fs_->Transfer(
-      n,
-      [this, node, file, n, home, done = std::move(done)]() mutable {
+      bytes,
+      [this, home, done = std::move(done)]() mutable {
         Node& h = node_[home];
         h.source_reads--;
         h.last_source_read = loop_->now();
@@ -369,17 +212,67 @@ void ClairfsSource::ReadThroughHome(uint32_t node, uint64_t file, SourceCounters
             StageNext(home);
           });
         }
-        h.ssd->Transfer(n, [] {});  // the home's copy is written as the bytes pass
-        Landed(file);
-        if (node == home) return done();
-        if (!cpu_modelled()) return h.link->Transfer(n, std::move(done));
-        const double peer = static_cast<double>(n) * spec_.cpu_per_peer_byte;
-        Cpu(home, peer, [] {});  // the home's sending
-        h.link->Transfer(n, [this, node, peer, done = std::move(done)]() mutable {
-          Cpu(node, peer, std::move(done));  // the reader's receiving
-        });
+        done();
       },
       static_cast<int>(home));
+}
+
+void ClairfsSource::ReadThroughHome(uint32_t node, uint64_t file, SourceCounters* count,
+                                    EventLoop::Fn done) {
+  const uint64_t n = (*bytes_)[file];
+  const uint32_t home = HomeOf(file);
+  count->shared_fs_bytes += n;
+  state_[file] = kStaging;  // other reads of it wait for these bytes
+  ReadSource(home, PartitionOf(file), n,
+             [this, node, file, n, home, done = std::move(done)]() mutable {
+               node_[home].ssd->Transfer(n, [] {});  // the home's copy is written as the bytes pass
+               Landed(file);
+               OverLink(node, home, n, std::move(done));
+             });
+}
+
+void ClairfsSource::ReadPieces(uint32_t node, uint64_t file, SourceCounters* count,
+                               EventLoop::Fn done) {
+  const uint64_t n = (*bytes_)[file];
+  const uint32_t home = HomeOf(file);
+  Pieces& p = pieces_.at(file);
+  // Claimed here, so staging skips them (PartialCopy::Claim).
+  std::vector<size_t> mine;
+  uint64_t missing = 0;
+  for (size_t i = 0; i < p.state.size(); ++i) {
+    if (p.state[i] != kNotStaged) continue;
+    p.state[i] = kStaging;
+    mine.push_back(i);
+    missing += std::min(PieceSize(), n - i * PieceSize());
+  }
+  const uint64_t copied = n - missing;  // staged or on their way
+  count->shared_fs_bytes += missing;
+  (node == home ? count->local_bytes : count->peer_bytes) += copied;
+  if (!mine.empty()) piece_reads_++;
+  // The missing pieces come straight to the reader as they pass into the
+  // copy (as ReadThroughHome's file), the rest from the copy once every
+  // piece is in.
+  landing_[file].push_back([this, node, home, n, copied, done = std::move(done)]() mutable {
+    node_[home].ssd->Transfer(copied, [this, node, home, n, done = std::move(done)]() mutable {
+      OverLink(node, home, n, std::move(done));
+    });
+  });
+  if (mine.empty()) return;
+  ReadSource(home, PartitionOf(file), missing, [this, file, home, missing, mine = std::move(mine)] {
+    node_[home].ssd->Transfer(missing, [] {});  // written as the bytes pass
+    for (size_t i : mine) PieceLanded(file, i);
+  });
+}
+
+void ClairfsSource::OverLink(uint32_t node, uint32_t home, uint64_t bytes, EventLoop::Fn done) {
+  if (node == home) return done();
+  SharedDevice* link = node_[home].link.get();
+  if (!cpu_modelled()) return link->Transfer(bytes, std::move(done));
+  const double peer = static_cast<double>(bytes) * spec_.cpu_per_peer_byte;
+  Cpu(home, peer, [] {});  // the home's sending
+  link->Transfer(bytes, [this, node, peer, done = std::move(done)]() mutable {
+    Cpu(node, peer, std::move(done));  // the reader's receiving
+  });
 }
 
 void ClairfsSource::Fetch(uint32_t node, uint64_t file, SourceCounters* count, EventLoop::Fn done) {
@@ -387,28 +280,17 @@ void ClairfsSource::Fetch(uint32_t node, uint64_t file, SourceCounters* count, E
   const uint32_t home = HomeOf(file);
   if (state_[file] == kNotStaged) {
     ReadThroughHome(node, file, count, std::move(done));
+  } else if (pieces_.contains(file)) {  // copied in pieces, not all in yet
+    ReadPieces(node, file, count, std::move(done));
   } else if (state_[file] == kStaging) {  // its bytes are on their way to the home's SSD
     landing_[file].push_back([this, node, file, count, done = std::move(done)]() mutable {
       Fetch(node, file, count, std::move(done));
     });
-  } else if (home == node) {
-    count->local_bytes += n;
-    node_[node].ssd->Transfer(n, std::move(done));
   } else {
-    count->peer_bytes += n;
-    SharedDevice* link = node_[home].link.get();
-    if (!cpu_modelled()) {
-      return node_[home].ssd->Transfer(
-          n, [link, n, done = std::move(done)]() mutable { link->Transfer(n, std::move(done)); });
-    }
-    const double peer = static_cast<double>(n) * spec_.cpu_per_peer_byte;
-    node_[home].ssd->Transfer(
-        n, [this, link, n, node, home, peer, done = std::move(done)]() mutable {
-          Cpu(home, peer, [] {});  // the home's sending
-          link->Transfer(n, [this, node, peer, done = std::move(done)]() mutable {
-            Cpu(node, peer, std::move(done));  // the reader's receiving
-          });
-        });
+    (home == node ? count->local_bytes : count->peer_bytes) += n;
+    node_[home].ssd->Transfer(n, [this, node, home, n, done = std::move(done)]() mutable {
+      OverLink(node, home, n, std::move(done));
+    });
   }
 }
 

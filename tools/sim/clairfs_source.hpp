@@ -24,8 +24,12 @@
 // first_use.hpp): its copying threads take them one at a time; a partition whose last range is in,
 // or that a read needed before its turn (and has no ranges left), is finished next (the rest of its
 // files, in chunks), ahead of further ranges; the partitions the first epoch does not read come
-// last. A piece of a large file lands when all its pieces have. Without it, partitions in turn as
-// above. The planner's fetches are counted in prefetched().
+// last. A large file copied in pieces is there when all its pieces are; a read of it before then
+// (the job's or a fetch) does what the daemon's does (Stager::TeeFile, fs::PartialCopy::Fill): it
+// reads the pieces no one has begun from the shared file system itself, in one read by the home
+// as for a file not staged (staging pauses for it, and skips those pieces, which land as they
+// pass), waits for the pieces under way, and takes those and the ones in from the home's SSD.
+// Without it, partitions in turn as above. The planner's fetches are counted in prefetched().
 //
 // Memory: each node's planner is given only the files the node's ranks read over the job, in
 // compact ids (NodeReads): the same planner over a smaller dataset, with the same decisions (the
@@ -34,6 +38,7 @@
 // byte counts, not a partitions x nodes table. Single-thread (the EventLoop's).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -93,6 +98,9 @@ class ClairfsSource final : public DataSource {
   // The first files to land on their home's SSD (by staging or a read
   // passing through), in order, up to 64 (for tests).
   const std::vector<uint64_t>& landed_order() const { return landed_order_; }
+  // Reads (the job's and fetches) of a file being copied in pieces that
+  // read its missing pieces themselves (for tests).
+  uint64_t piece_reads() const { return piece_reads_; }
 
  private:
   // The simulated time, for the planner's stall accounting.
@@ -140,6 +148,8 @@ class ClairfsSource final : public DataSource {
     return homes_.empty() ? partition % nodes_ : static_cast<uint32_t>(homes_[partition]);
   }
   uint32_t HomeOf(uint64_t file) const { return Home(PartitionOf(file)); }
+  // A large file's pieces' size (the last may be smaller).
+  uint64_t PieceSize() const { return std::max<uint64_t>(spec_.stage_chunk, 1); }
   // Starts a chunk on each of `node`'s idle copying threads, unless reads of
   // its partitions are under way (it pauses) or all is staged.
   void StageNext(uint32_t node);
@@ -153,8 +163,22 @@ class ClairfsSource final : public DataSource {
   void UnitDone(uint32_t node, uint32_t partition);
   // `file` is on its home's SSD (staged, or passed through by a read).
   void Landed(uint64_t file);
+  // Piece `piece` of `file` (copied in pieces) is on its home's SSD; with
+  // the last, the file is.
+  void PieceLanded(uint64_t file, size_t piece);
+  // Reads `bytes` of `partition`'s pack from the shared file system by its
+  // home for a read: the home's staging pauses meanwhile (and stage_yield
+  // after), the partition is staged next. `done` when they are in.
+  void ReadSource(uint32_t home, uint32_t partition, uint64_t bytes, EventLoop::Fn done);
   // Reads `file` from the shared file system by its home, for `node`.
   void ReadThroughHome(uint32_t node, uint64_t file, SourceCounters* count, EventLoop::Fn done);
+  // Reads `file`, some of whose pieces are staged or on their way, for
+  // `node`: the missing ones from the shared file system, the rest from
+  // the home's SSD once in.
+  void ReadPieces(uint32_t node, uint64_t file, SourceCounters* count, EventLoop::Fn done);
+  // `bytes` from `home` to `node` over the home's link (nothing when they
+  // are one node), with the daemons' CPU at both ends.
+  void OverLink(uint32_t node, uint32_t home, uint64_t bytes, EventLoop::Fn done);
   // Moves `file`'s bytes to `node` from wherever they are, counting them
   // in *count by where they came from.
   void Fetch(uint32_t node, uint64_t file, SourceCounters* count, EventLoop::Fn done);
@@ -183,8 +207,15 @@ class ClairfsSource final : public DataSource {
   std::unordered_map<uint64_t, std::vector<EventLoop::Fn>> landing_;
   uint64_t files_left_ = 0;           // not on their home's SSD yet
   std::vector<uint32_t> units_left_;  // per partition: first-use ranges not done
-  // Per large file being staged in pieces: the pieces not in yet.
-  std::unordered_map<uint64_t, uint64_t> pieces_left_;
+  // A large file being copied in pieces: each piece's FileState (not
+  // begun, on its way from staging or a read, on the home's SSD), and how
+  // many are not on the SSD yet.
+  struct Pieces {
+    std::vector<char> state;
+    uint64_t left = 0;
+  };
+  std::unordered_map<uint64_t, Pieces> pieces_;
+  uint64_t piece_reads_ = 0;
   std::vector<uint64_t> landed_order_;
   double stage_start_ = 0, staged_at_ = 0;
 };

@@ -81,6 +81,7 @@ Result<std::vector<FirstUseUnit>> FirstUseOrder(
     while (i < pack.size() && offset[pack[i]] < u.offset + u.size) ++i;
     o.end = i;
     o.piece = o.end == o.begin + 1 && u.size < file_bytes[pack[o.begin]];
+    if (o.piece) o.offset = u.offset - offset[pack[o.begin]];
     out.push_back(o);
   }
   return out;

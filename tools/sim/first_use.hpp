@@ -20,9 +20,10 @@ namespace clairfs::sim {
 
 struct FirstUseUnit {
   uint32_t partition;
-  size_t begin, end;  // the files [begin, end) of the partition's, in its pack's order
-  uint64_t bytes;     // the range's bytes: the files', or the piece's of one file
-  bool piece;         // a piece of the one file begin (of at most `chunk` bytes), not all of it
+  size_t begin, end;    // the files [begin, end) of the partition's, in its pack's order
+  uint64_t bytes;       // the range's bytes: the files', or the piece's of one file
+  bool piece;           // a piece of the one file begin (of at most `chunk` bytes), not all of it
+  uint64_t offset = 0;  // a piece's first byte, from its file's start (a multiple of `chunk`)
 };
 
 // `partition_files[p]`: partition p's files in its pack's order (ids into

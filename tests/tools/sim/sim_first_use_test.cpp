@@ -4,9 +4,11 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "prefetch/torch/distributed_sampler.hpp"
+#include "tests/tools/sim/order_bytes.hpp"
 #include "tools/sim/clairfs_source.hpp"
 #include "tools/sim/first_use.hpp"
 #include "tools/sim/job.hpp"
@@ -37,12 +39,12 @@ TEST_CASE("first-use ranges: the daemon's rule, worked by hand", "[sim]") {
   // at 3, reaching 1,200 KiB), a large file ending a run (0-1 before 2); files
   // nobody reads alone are left out (7); ordered by step.
   const std::vector<FirstUseUnit> want = {
-      {1, 0, 1, 4 * kM, true},      // step 0: file 4's first piece
-      {1, 0, 1, 1 * kM, true},      // and its second
-      {0, 2, 3, 1200 * kK, false},  // step 1: file 2
-      {1, 1, 4, 1200 * kK, false},  // step 3: files 5, 6, 8
-      {0, 0, 2, 800 * kK, false},   // step 5: files 0, 1
-      {0, 3, 4, 400 * kK, false}};  // step 7: file 3 (the run ends at file 7)
+      {1, 0, 1, 4 * kM, true},          // step 0: file 4's first piece
+      {1, 0, 1, 1 * kM, true, 4 * kM},  // and its second, 4 MiB into the file
+      {0, 2, 3, 1200 * kK, false},      // step 1: file 2
+      {1, 1, 4, 1200 * kK, false},      // step 3: files 5, 6, 8
+      {0, 0, 2, 800 * kK, false},       // step 5: files 0, 1
+      {0, 3, 4, 400 * kK, false}};      // step 7: file 3 (the run ends at file 7)
   REQUIRE(units->size() == want.size());
   for (size_t i = 0; i < want.size(); ++i) {
     INFO("unit " << i);
@@ -51,6 +53,7 @@ TEST_CASE("first-use ranges: the daemon's rule, worked by hand", "[sim]") {
     CHECK((*units)[i].end == want[i].end);
     CHECK((*units)[i].bytes == want[i].bytes);
     CHECK((*units)[i].piece == want[i].piece);
+    CHECK((*units)[i].offset == want[i].offset);
   }
   // A tie in step goes to the lower partition, then the lower offset.
   auto tie = FirstUseOrder({1200 * kK, 1200 * kK, 1200 * kK}, {{2}, {1, 0}}, {4, 4, 4}, 4 * kM);
@@ -156,4 +159,95 @@ TEST_CASE("clairfs.stage_order: first-use by default, pack on request, nothing e
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message().find("clairfs.stage_order: bad value 'random'") !=
         std::string::npos);
+}
+
+TEST_CASE("first-use staging: a read of a file copied in pieces reads only its missing pieces",
+          "[sim]") {
+  // One node, one rank, one file of four 4 MiB pieces, one copying thread;
+  // the shared file system 4 MiB/s, the SSD 40 MiB/s, no IOPS limits, RAM
+  // too small for the planner to fetch the file: the job's read below is
+  // the only one. By hand: piece 0 from the shared file system 0-1 s, onto
+  // the SSD by 1.1 s; piece 1 from 1.1 s. The read at 1.5 s takes the
+  // missing pieces 2 and 3 itself, 8 MiB in one read beside piece 1's last
+  // 2.4 MiB (2 MiB/s each): piece 1 is through at 2.7 s (on the SSD 2.8),
+  // the read's 5.6 MiB left at 4 MiB/s by 4.1 s, when the file is in.
+  // Then pieces 0 and 1 from the SSD beside the write of the read's 8 MiB
+  // (20 MiB/s each): 8 MiB by 4.5 s. Staged piece by piece instead, the
+  // last piece would be in at 4.4 s and the file read from the SSD by 4.8.
+  const std::vector<uint64_t> bytes = {16 * kM};
+  JobSpec job{.nodes = 1, .ranks_per_node = 1, .batch_size = 1, .epochs = 1};
+  prefetch::DistributedSamplerOptions o;
+  o.num_replicas = 1;
+  auto sampler = prefetch::DistributedSampler::Create(bytes.size(), o);
+  REQUIRE(sampler.ok());
+  EventLoop loop;
+  SharedDevice fs(&loop, DeviceSpec{.bandwidth = 4.0 * kM});
+  ClairfsSpec spec{.ram_bytes = kM,
+                   .stage_threads = 1,
+                   .stage_first_use = true,
+                   .node = {.ssd = {.bandwidth = 40.0 * kM}, .link = {}}};
+  auto source = ClairfsSource::Create(&loop, &fs, &bytes, *sampler, job, spec);
+  REQUIRE(source.ok());
+  ClairfsSource& s = **source;
+  REQUIRE(s.first_use_units(0).size() == 4);
+  s.Launch();
+  double done_at = -1;
+  loop.After(1.5, [&] { s.Read(0, 0, [&] { done_at = loop.now(); }); });
+  loop.Run();
+  CHECK(done_at == Approx(4.5));
+  CHECK(s.staging_seconds() == Approx(4.1));
+  CHECK(s.piece_reads() == 1);
+  CHECK(s.prefetched().reads == 0);
+  // The read's bytes: the missing half from the shared file system, the
+  // staged half from the SSD; the shared file system gave each byte once,
+  // in three reads (pieces 0 and 1 by staging, 2 and 3 by the read).
+  CHECK(s.counters().shared_fs_bytes == 8 * kM);
+  CHECK(s.counters().local_bytes == 8 * kM);
+  CHECK(s.counters().ram_bytes + s.counters().peer_bytes == 0);
+  CHECK(fs.counters().bytes == 16 * kM);
+  CHECK(fs.counters().requests == 3);
+}
+
+TEST_CASE("first-use staging: reads racing a large file's pieces keep each byte once", "[sim]") {
+  // Files of 0.5-6 MiB in pieces of 1 MiB, RAM for a few, the job starting
+  // at once on 1-3 nodes: the job's reads and the planners' fetches meet
+  // files with some pieces in. Each byte comes from the shared file system
+  // once, and the job's reads add up to what the sampler's order reads.
+  for (const auto& [nodes, ranks] : {std::pair{1u, 1u}, {2u, 1u}, {3u, 2u}}) {
+    for (const uint32_t threads : {1u, 3u}) {
+      INFO(nodes << " nodes x " << ranks << " ranks, " << threads << " copying threads");
+      std::vector<uint64_t> bytes(37);
+      for (size_t f = 0; f < bytes.size(); ++f) bytes[f] = kM / 2 + (f * 7919 % 11) * 512 * kK;
+      uint64_t all = 0;
+      for (uint64_t b : bytes) all += b;
+      JobSpec job{.nodes = nodes,
+                  .ranks_per_node = ranks,
+                  .batch_size = 2,
+                  .compute_seconds = 0.01,
+                  .epochs = 2};
+      prefetch::DistributedSamplerOptions o;
+      o.num_replicas = nodes * ranks;
+      o.seed = 5;
+      auto sampler = prefetch::DistributedSampler::Create(bytes.size(), o);
+      REQUIRE(sampler.ok());
+      EventLoop loop;
+      SharedDevice fs(&loop, DeviceSpec{.bandwidth = 100e6, .iops = 500});
+      ClairfsSpec spec{.partitions = 2 * nodes,
+                       .ram_bytes = 8 * kM,
+                       .stage_threads = threads,
+                       .stage_chunk = kM,
+                       .stage_first_use = true,
+                       .node = {.ssd = {.bandwidth = 2e9}, .link = {.bandwidth = 10e9}}};
+      auto source = ClairfsSource::Create(&loop, &fs, &bytes, *sampler, job, spec);
+      REQUIRE(source.ok());
+      auto run = RunJob(&loop, job, *sampler, source->get());
+      REQUIRE(run.ok());
+      CHECK((*source)->piece_reads() > 0);
+      CHECK(fs.counters().bytes == all);
+      uint64_t want = 0;
+      for (uint32_t e = 0; e < 2; ++e) want += testing::OrderBytes(*sampler, e, bytes);
+      const SourceCounters& c = (*source)->counters();
+      CHECK(c.ram_bytes + c.local_bytes + c.peer_bytes + c.shared_fs_bytes == want);
+    }
+  }
 }
