@@ -85,6 +85,27 @@ Status PartialCopy::ReadExact(uint64_t offset, size_t size, void* dst) const {
   return Status::Ok();
 }
 
+Status PartialCopy::Keep(uint64_t lo, uint64_t hi, char* buf, const FetchFn& fetch,
+                         FillCounts* counts) {
+  if (disabled()) return Status::Ok();
+  const auto claims = Claim(lo, hi);
+  for (size_t i = 0; i < claims.size(); ++i) {
+    const auto [a, b] = claims[i];
+    Status st = fetch(a, static_cast<size_t>(b - a), buf + (a - lo));
+    if (!st.ok()) {
+      for (size_t j = i; j < claims.size(); ++j) Abandon(claims[j].first, claims[j].second);
+      return st;
+    }
+    Status w = Write(a, buf + (a - lo), static_cast<size_t>(b - a));
+    if (w.ok()) {
+      counts->written += b - a;
+    } else if (counts->write_error.ok()) {
+      counts->write_error = w;
+    }
+  }
+  return Status::Ok();
+}
+
 Status PartialCopy::Fill(uint64_t lo, uint64_t hi, char* dst, const FetchFn& fetch,
                          FillCounts* counts) {
   RangeSet mine;  // the bytes `dst` holds already

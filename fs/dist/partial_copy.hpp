@@ -64,6 +64,14 @@ class PartialCopy {
   using FetchFn = std::function<Status(uint64_t offset, size_t size, char* dst)>;
   Status Fill(uint64_t lo, uint64_t hi, char* dst, const FetchFn& fetch, FillCounts* counts)
       CLAIRFS_EXCLUDES(mu_);
+  // Brings into the copy the bytes of [lo, hi) that no one has brought or is
+  // bringing: claims them, reads them with `fetch` into `buf` (hi - lo
+  // bytes), writes them. Waits for nothing and reads nothing back: what is
+  // present or claimed elsewhere is left as it is (staging a range ahead of
+  // the job, whose own reads may be bringing parts of it). Nothing on a
+  // disabled copy. A fetch error is returned (its claims abandoned).
+  Status Keep(uint64_t lo, uint64_t hi, char* buf, const FetchFn& fetch, FillCounts* counts)
+      CLAIRFS_EXCLUDES(mu_);
   bool disabled() const CLAIRFS_EXCLUDES(mu_);
   void Disable() CLAIRFS_EXCLUDES(mu_);
 

@@ -231,7 +231,10 @@ void Stager::ReplanIfDue() {
   const int64_t next = (now + kReplanEvery).time_since_epoch().count();
   if (!next_plan_ns_.compare_exchange_strong(due, next, std::memory_order_relaxed)) return;
   replan_.store(false, std::memory_order_relaxed);
+  const auto t0 = std::chrono::steady_clock::now();
   Replan();
+  const auto took = std::chrono::steady_clock::now() - t0;
+  if (10 * took > kReplanEvery) next_plan_ns_.fetch_add((10 * took - kReplanEvery).count());
 }
 
 void Stager::Replan() {
@@ -470,12 +473,14 @@ void Stager::CopyUnit(const StageUnit& u, char* buf) {
   const int fd = closed_[p].load(std::memory_order_acquire) ? -1 : UnitSource(p);
   PartialCopy* copy = fd >= 0 ? CopyFor(p) : nullptr;
   if (copy != nullptr) {
-    YieldToDemand();
     const std::string from = dataset_dir_ + "/" + manifest_->PackName(p);
     PartialCopy::FillCounts counts;
-    Status st = copy->Fill(
+    // Only what the job's reads are not bringing already: staging passes
+    // over the ranges they got to first, to the ones ahead of them.
+    Status st = copy->Keep(
         u.offset, u.offset + u.size, buf,
         [&](uint64_t off, size_t n, char* dst) {
+          YieldToDemand();
           Status read = PreadExact(fd, off, n, dst, from);
           if (read.ok()) {
             if (source_ != nullptr) source_->Add(p, off, n, SourceRead::kStaging);

@@ -138,10 +138,12 @@ class Stager {
   // earlier step per file and plans again the packs not begun yet; a range
   // already in its pack's copy is not planned again.
   void FirstUse(const std::vector<FileStep>& files) CLAIRFS_EXCLUDES(steps_mu_, plan_mu_, mu_);
-  // The same, planned by a copying thread between two copies (at most every
-  // kReplanEvery): cheap for the caller (the thread that moves the network's
-  // messages, the one that reads the job's reports). Nothing is planned once
-  // nothing is left to copy.
+  // The same, planned by a copying thread between two copies: cheap for the
+  // caller (the thread that moves the network's messages, the one that reads
+  // the job's reports). At most every kReplanEvery, or ten times as long as
+  // the last plan took (a manifest of many millions of files), so planning
+  // takes a tenth of a thread at most. Nothing is planned once nothing is
+  // left to copy.
   void FirstUseLater(const std::vector<FileStep>& files) CLAIRFS_EXCLUDES(steps_mu_);
   static constexpr std::chrono::milliseconds kReplanEvery{500};
   // Starts the copy threads. Call once.

@@ -10,28 +10,34 @@
 #            with --reported told nothing: the job's order reporter (clairfs-run's
 #            PYTHONPATH) tells it, and ram_cache is a third of the dataset
 #   no I/O   every file read into memory before the clock starts (--preload)
+# --other-bin DIR adds a fourth run per round, clairfs with DIR/clairfsd (another
+# build), alternating with this build's (first in odd rounds, second in even
+# ones), and a line per round comparing their first epochs and staging.
+# --size PX: the images' side (make_imagefolder.py; 96 by default).
 # Writes a markdown table to stdout and a JSON with every epoch (--json FILE).
 #
 # usage: [CLAIRFSD_ARGS="OPTIONS"] scripts/bench/train.sh [--per-class N] [--epochs E] [--mbps M] [--iops I] [--rounds R]
-#                               [--json FILE] [--reported]
+#                               [--json FILE] [--reported] [--size PX] [--other-bin DIR]
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$repo/${BUILD_DIR:-build}/bin
 PY=/usr/bin/python3
-per_class=256 epochs=3 mbps=50 iops=500 rounds=1 json="" reported=""
+per_class=256 epochs=3 mbps=50 iops=500 rounds=1 json="" reported="" size=96 other=""
 while (($#)); do
   case $1 in
     --per-class) per_class=$2; shift 2 ;; --epochs) epochs=$2; shift 2 ;;
     --mbps) mbps=$2; shift 2 ;; --iops) iops=$2; shift 2 ;; --json) json=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;; --reported) reported=1; shift ;;
-    *) echo "usage: $0 [--per-class N] [--epochs E] [--mbps M] [--iops I] [--rounds R] [--json FILE] [--reported]" >&2
+    --size) size=$2; shift 2 ;; --other-bin) other=$2; shift 2 ;;
+    *) echo "usage: $0 [--per-class N] [--epochs E] [--mbps M] [--iops I] [--rounds R] [--json FILE] [--reported] [--size PX] [--other-bin DIR]" >&2
        exit 2 ;;
   esac
 done
+[[ -z $other || -x $other/clairfsd ]] || { echo "train.sh: no clairfsd in $other" >&2; exit 2; }
 source "$repo/scripts/bench/throttle.sh"
 bench_workspace train 4 "$mbps" "$iops"
 
-$PY "$repo/scripts/make_imagefolder.py" "$PFS_MNT/data" --classes 8 --per-class "$per_class" >&2
+$PY "$repo/scripts/make_imagefolder.py" "$PFS_MNT/data" --classes 8 --per-class "$per_class" --size "$size" >&2
 "$BIN/clairfs-partition" pack "$PFS_MNT/data" "$PFS_MNT/packed" --partitions 8 >/dev/null
 nfiles=$((8 * per_class))
 pfs_enter
@@ -64,24 +70,33 @@ for ((round = 1; round <= rounds; round++)); do
   launch=()
   drop_caches; train "noio.$round" "$PFS_MNT/data/train" --preload
   drop_caches; train "direct.$round" "$PFS_MNT/data/train"
-  drop_caches
-  rm -rf "$W/ssd0" "$W/ssd1"  # every round stages from the stand-in again
-  # shellcheck disable=SC2086  # CLAIRFSD_ARGS: more options, split at spaces
-  "$MPIEXEC" -n 2 "$BIN/clairfsd" --config "$W/clairfs.yaml" --dataset "$PFS_MNT/packed" \
-    --mount "$W/mnt{rank}" --local-dir "$W/ssd{rank}" ${CLAIRFSD_ARGS:-} >"$W/log" 2>&1 &
-  launcher=$!
-  "$BIN/clairfs-wait" "$W/mnt0" "$W/mnt1" --quiet --timeout 120 || { cat "$W/log"; exit 1; }
-  launch=("${reporter[@]}")
-  train "clairfs.$round" "$W/mnt{rank}/train"
-  cp "$W/mnt0/.clairfs/stats.json" "$W/stats0.json"
-  cp "$W/mnt1/.clairfs/stats.json" "$W/stats1.json"
-  stop_ranks
+  ways=(clairfs)
+  if [[ -n $other ]]; then ways=(clairfs other); ((round % 2)) || ways=(other clairfs); fi
+  for way in "${ways[@]}"; do
+    drop_caches
+    rm -rf "$W/ssd0" "$W/ssd1"  # every run stages from the stand-in again
+    daemon=$BIN/clairfsd
+    [[ $way == other ]] && daemon=$other/clairfsd
+    # shellcheck disable=SC2086  # CLAIRFSD_ARGS: more options, split at spaces
+    "$MPIEXEC" -n 2 "$daemon" --config "$W/clairfs.yaml" --dataset "$PFS_MNT/packed" \
+      --mount "$W/mnt{rank}" --local-dir "$W/ssd{rank}" ${CLAIRFSD_ARGS:-} >"$W/log" 2>&1 &
+    launcher=$!
+    "$BIN/clairfs-wait" "$W/mnt0" "$W/mnt1" --quiet --timeout 120 || { cat "$W/log"; exit 1; }
+    launch=("${reporter[@]}")
+    train "$way.$round" "$W/mnt{rank}/train"
+    for r in 0 1; do
+      cp "$W/mnt$r/.clairfs/stats.json" "$W/stats$r.json"
+      cp "$W/mnt$r/.clairfs/stats.json" "$W/$way.$round.stats$r.json"
+    done
+    stop_ranks
+  done
 done
 
-$PY - "$W" "$nfiles" "$PFS_DESC" "${json:-}" "$rounds" <<'PY'
+$PY - "$W" "$nfiles" "$PFS_DESC" "${json:-}" "$rounds" "$other" <<'PY'
 import json, statistics, sys
 w, n, desc, out, rounds = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
-keys = ("noio", "direct", "clairfs")
+other = sys.argv[6]
+keys = ("noio", "direct", "clairfs") + (("other",) if other else ())
 by_round = {k: [json.load(open("%s/%s.%d.json" % (w, k, r)))["epochs"] for r in range(1, rounds + 1)]
             for k in keys}
 # Each epoch's time: the median over the rounds.
@@ -127,6 +142,25 @@ if all(src):
           "%.1f MiB by other reads, %.1f MiB of it read twice by one rank; the packs: %.1f MiB."
           % (mib("staged_bytes"), mib("direct_bytes"), mib("reread_bytes"),
              src[0]["dataset_bytes"] / 1048576.0))
+if other:
+    print()
+    print("This build's clairfsd against %s/clairfsd, each run on its own (odd rounds this build "
+          "first): epoch 0 (s), and per node the files whose first read staging knew "
+          "(first_use_files), the MiB it copied in that order (bytes_first_use), staging's seconds." % other)
+    print()
+    print("| round | this build: epoch 0 | staging | other: epoch 0 | staging | this / other |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for r in range(1, rounds + 1):
+        cells = []
+        for k in ("clairfs", "other"):
+            st = [json.load(open("%s/%s.%d.stats%d.json" % (w, k, r, d)))["cluster"]["staging"]
+                  for d in (0, 1)]
+            cells.append("%.2f" % by_round[k][r - 1][0]["seconds"])
+            cells.append(", ".join("%d files, %.0f MiB, %.1f s" % (
+                x.get("first_use_files", 0), x["bytes_first_use"] / 1048576.0, x["seconds"])
+                for x in st))
+        ratio = by_round["clairfs"][r - 1][0]["seconds"] / by_round["other"][r - 1][0]["seconds"]
+        print("| %d | %s | %.3fx |" % (r, " | ".join(cells), ratio))
 if out:
     json.dump({"files": n, "throttle": desc, "rounds": rounds, "runs": runs,
                "by_round": by_round, "prefetch_rank0": p, "daemon_reads": reads},

@@ -97,6 +97,45 @@ TEST_CASE("a partial copy answers only what was written into it", "[dist]") {
   CHECK_FALSE((*full)->Write(0, "x", 1).ok());
 }
 
+TEST_CASE("keeping a range brings only what no one has or is bringing, and waits for nothing",
+          "[dist]") {
+  Dataset d(1, 1);
+  using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;
+  Ranges fetched;
+  auto fetch = [&](uint64_t off, size_t n, char* dst) -> Status {
+    fetched.emplace_back(off, off + n);
+    std::memset(dst, 'k', n);
+    return Status::Ok();
+  };
+  auto copy = PartialCopy::Create(d.root + "/copy");
+  REQUIRE(copy.ok());
+  PartialCopy& c = **copy;
+  REQUIRE(c.Write(100, "abcdef", 6).ok());
+  // A read is bringing 110-120 (claimed, not written yet): left to it.
+  REQUIRE(c.Claim(110, 120) == Ranges{{110, 120}});
+  std::string buf(40, '\0');
+  PartialCopy::FillCounts counts;
+  REQUIRE(c.Keep(95, 125, buf.data(), fetch, &counts).ok());
+  CHECK(fetched == Ranges{{95, 100}, {106, 110}, {120, 125}});
+  CHECK(counts.written == 5 + 4 + 5);
+  CHECK(c.Holds(95, 110));
+  CHECK_FALSE(c.Holds(95, 125));  // the read's part is not in yet
+  CHECK(c.Holds(120, 125));
+  fetched.clear();
+  REQUIRE(c.Keep(95, 125, buf.data(), fetch, &counts).ok());
+  CHECK(fetched.empty());  // nothing left that no one brings
+  // A failed fetch: its claim is let go, so the range's turn fetches it.
+  const auto failing = [](uint64_t, size_t, char*) { return Status::IOError("gone", EIO); };
+  CHECK_FALSE(c.Keep(130, 140, buf.data(), failing, &counts).ok());
+  CHECK(c.Claim(130, 140) == Ranges{{130, 140}});
+  // A disabled copy keeps nothing.
+  c.Disable();
+  fetched.clear();
+  REQUIRE(c.Keep(200, 210, buf.data(), fetch, &counts).ok());
+  CHECK(fetched.empty());
+  CHECK_FALSE(c.Holds(100, 106));
+}
+
 TEST_CASE("two fills of one range fetch it once; an abandoned claim is fetched by the other",
           "[dist]") {
   Dataset d(1, 1);
