@@ -245,8 +245,9 @@ void Stager::Replan() {
     MutexLock lock(&steps_mu_);
     step = first_step_;
   }
-  // The packs still to plan: not begun, not read before their turn, or
-  // with units left. Their units are made again without mu_ (a large
+  // The packs still to plan: not begun (waiting their turn, or next since
+  // the job read them: the plan says which of their bytes it reads when),
+  // or with units left. Their units are made again without mu_ (a large
   // manifest takes a while), then put in place of those not begun yet.
   std::vector<uint32_t> open;
   {
@@ -258,6 +259,7 @@ void Stager::Replan() {
     }
     std::vector<uint8_t> waits(n, 0);
     for (uint32_t p : waiting_) waits[p] = 1;
+    for (uint32_t p : preferred_waiting_) waits[p] = 1;
     for (uint32_t p : partitions_) {
       if (waits[p] != 0 || units_left_[p].load() > 0) open.push_back(p);
     }
@@ -268,6 +270,7 @@ void Stager::Replan() {
   // already is not copied again.
   std::vector<uint8_t> still(n, 0);
   for (uint32_t p : waiting_) still[p] = 1;
+  for (uint32_t p : preferred_waiting_) still[p] = 1;
   for (uint32_t p : open) still[p] |= units_left_[p].load() > 0 ? 1 : 0;
   size_t kept = 0;
   for (const StageUnit& u : made) {
@@ -294,6 +297,8 @@ void Stager::Replan() {
     if (before == 0) {
       // A pack waiting its turn: it waits for its units now (CopyUnit).
       waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), p), waiting_.end());
+      preferred_waiting_.erase(std::remove(preferred_waiting_.begin(), preferred_waiting_.end(), p),
+                               preferred_waiting_.end());
     } else if (static_cast<int64_t>(before) + delta[p] == 0) {
       // Its units all went (none under way): its turn comes now.
       if (unit_fd_[p] >= 0) ::close(unit_fd_[p]);

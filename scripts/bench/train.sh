@@ -146,7 +146,8 @@ if other:
     print()
     print("This build's clairfsd against %s/clairfsd, each run on its own (odd rounds this build "
           "first): epoch 0 (s), and per node the files whose first read staging knew "
-          "(first_use_files), the MiB it copied in that order (bytes_first_use), staging's seconds." % other)
+          "(first_use_files), the ranges it planned (first_use_units) and the MiB it copied in "
+          "that order (bytes_first_use), staging's seconds." % other)
     print()
     print("| round | this build: epoch 0 | staging | other: epoch 0 | staging | this / other |")
     print("| --- | --- | --- | --- | --- | --- |")
@@ -156,9 +157,9 @@ if other:
             st = [json.load(open("%s/%s.%d.stats%d.json" % (w, k, r, d)))["cluster"]["staging"]
                   for d in (0, 1)]
             cells.append("%.2f" % by_round[k][r - 1][0]["seconds"])
-            cells.append(", ".join("%d files, %.0f MiB, %.1f s" % (
-                x.get("first_use_files", 0), x["bytes_first_use"] / 1048576.0, x["seconds"])
-                for x in st))
+            cells.append(", ".join("%d files, %d ranges, %.0f MiB, %.1f s" % (
+                x.get("first_use_files", 0), x["first_use_units"], x["bytes_first_use"] / 1048576.0,
+                x["seconds"]) for x in st))
         ratio = by_round["clairfs"][r - 1][0]["seconds"] / by_round["other"][r - 1][0]["seconds"]
         print("| %d | %s | %.3fx |" % (r, " | ".join(cells), ratio))
 if out:

@@ -381,6 +381,8 @@ TEST_CASE("a first-use plan after staging began orders the packs not begun", "[d
     if (m.IsDirectory(n) || rng() % 4 == 0) continue;
     step[n] = (10 - m.node(n).partition) * 100 + rng() % 100;
   }
+  // The job's reads made one of them next already: the plan orders it too.
+  s.Prefer(o.mine[2]);
   s.FirstUse(FileSteps(step));
   const std::vector<uint32_t> rest(o.mine.begin() + 1, o.mine.end());
   const std::vector<StageUnit> units = FirstUseUnits(m, rest, step, 4u << 20);
