@@ -85,18 +85,16 @@ Status PartialCopy::ReadExact(uint64_t offset, size_t size, void* dst) const {
   return Status::Ok();
 }
 
-Status PartialCopy::Keep(uint64_t lo, uint64_t hi, char* buf, const FetchFn& fetch,
-                         FillCounts* counts) {
-  if (disabled()) return Status::Ok();
-  const auto claims = Claim(lo, hi);
+Status PartialCopy::FetchClaimed(const std::vector<std::pair<uint64_t, uint64_t>>& claims,
+                                 uint64_t lo, char* dst, const FetchFn& fetch, FillCounts* counts) {
   for (size_t i = 0; i < claims.size(); ++i) {
     const auto [a, b] = claims[i];
-    Status st = fetch(a, static_cast<size_t>(b - a), buf + (a - lo));
+    Status st = fetch(a, static_cast<size_t>(b - a), dst + (a - lo));
     if (!st.ok()) {
       for (size_t j = i; j < claims.size(); ++j) Abandon(claims[j].first, claims[j].second);
       return st;
     }
-    Status w = Write(a, buf + (a - lo), static_cast<size_t>(b - a));
+    Status w = Write(a, dst + (a - lo), static_cast<size_t>(b - a));
     if (w.ok()) {
       counts->written += b - a;
     } else if (counts->write_error.ok()) {
@@ -106,26 +104,19 @@ Status PartialCopy::Keep(uint64_t lo, uint64_t hi, char* buf, const FetchFn& fet
   return Status::Ok();
 }
 
+Status PartialCopy::Keep(uint64_t lo, uint64_t hi, char* buf, const FetchFn& fetch,
+                         FillCounts* counts) {
+  if (disabled()) return Status::Ok();
+  return FetchClaimed(Claim(lo, hi), lo, buf, fetch, counts);
+}
+
 Status PartialCopy::Fill(uint64_t lo, uint64_t hi, char* dst, const FetchFn& fetch,
                          FillCounts* counts) {
   RangeSet mine;  // the bytes `dst` holds already
   for (;;) {
     const auto claims = Claim(lo, hi);
-    for (size_t i = 0; i < claims.size(); ++i) {
-      const auto [a, b] = claims[i];
-      Status st = fetch(a, static_cast<size_t>(b - a), dst + (a - lo));
-      if (!st.ok()) {
-        for (size_t j = i; j < claims.size(); ++j) Abandon(claims[j].first, claims[j].second);
-        return st;
-      }
-      mine.Add(a, b);
-      Status w = Write(a, dst + (a - lo), static_cast<size_t>(b - a));
-      if (w.ok()) {
-        counts->written += b - a;
-      } else if (counts->write_error.ok()) {
-        counts->write_error = w;
-      }
-    }
+    CLAIRFS_RETURN_IF_ERROR(FetchClaimed(claims, lo, dst, fetch, counts));
+    for (const auto& [a, b] : claims) mine.Add(a, b);
     const bool present = AwaitPresent(lo, hi);
     if (present || disabled()) {
       for (const auto& [a, b] : mine.Gaps(lo, hi)) {

@@ -79,6 +79,11 @@ class PartialCopy {
   PartialCopy(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
   // Reads bytes written into the copy.
   Status ReadExact(uint64_t offset, size_t size, void* dst) const;
+  // Fetches each of `claims` (this caller's, within [lo, ...)) into `dst`
+  // and writes it into the copy; on a fetch error the claims left are
+  // abandoned and the error returned.
+  Status FetchClaimed(const std::vector<std::pair<uint64_t, uint64_t>>& claims, uint64_t lo,
+                      char* dst, const FetchFn& fetch, FillCounts* counts) CLAIRFS_EXCLUDES(mu_);
 
   const std::string path_;
   const int fd_;
