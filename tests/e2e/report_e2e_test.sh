@@ -112,9 +112,10 @@ for r in range(nodes):
     assert later, p["per_epoch"]
     for e in later:
         # Each rank's order is drawn as its epoch starts and its loader asks
-        # for W x 2 batches at once: the first 2 batches of each rank may
-        # wait for their files; everything after them is ready.
-        allowed = 2 * batch * (2 // nodes)
+        # for W x 2 batches at once, with the report: that first request may
+        # wait for its files (on a loaded machine more than its first 2
+        # batches did: 18 stalls once); everything after it is ready.
+        allowed = 2 * workers * batch * (2 // nodes)
         assert e["deviations"] == 0, (name, r, e)
         assert e["stalls"] <= allowed, "%s daemon %d epoch %d: %d stalls > %d" % (name, r, e["epoch"], e["stalls"], allowed)
         print("%s daemon %d epoch %d: %d of %d opens ready, %d stalls" % (name, r, e["epoch"], e["ready"], e["opens"], e["stalls"]))

@@ -132,8 +132,7 @@ Result<std::unique_ptr<ClairfsSource>> ClairfsSource::Create(
                                                      std::move(reads).value(),
                                                      std::move(partition_of), std::move(homes)));
   if (spec.stage_first_use) {
-    auto units = FirstUseOrder(*file_bytes, s->partition_files_, first_step,
-                               std::max<uint64_t>(spec.stage_chunk, 1));
+    auto units = FirstUseOrder(*file_bytes, s->partition_files_, first_step, PieceSize(spec));
     if (!units.ok()) return units.status();
     s->units_left_.assign(fixed.partitions, 0);
     for (const FirstUseUnit& u : *units) {

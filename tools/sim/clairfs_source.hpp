@@ -149,7 +149,13 @@ class ClairfsSource final : public DataSource {
   }
   uint32_t HomeOf(uint64_t file) const { return Home(PartitionOf(file)); }
   // A large file's pieces' size (the last may be smaller).
-  uint64_t PieceSize() const { return std::max<uint64_t>(spec_.stage_chunk, 1); }
+  uint64_t PieceSize() const { return PieceSize(spec_); }
+  // At least a page: `stage_chunk: 0` (each file a read of its own) would
+  // otherwise cut a large file into pieces of one byte.
+  static uint64_t PieceSize(const ClairfsSpec& spec) {
+    return std::max<uint64_t>(spec.stage_chunk, kMinPiece);
+  }
+  static constexpr uint64_t kMinPiece = 4096;
   // Starts a chunk on each of `node`'s idle copying threads, unless reads of
   // its partitions are under way (it pauses) or all is staged.
   void StageNext(uint32_t node);
