@@ -89,6 +89,48 @@ TEST_CASE("replicas: staging worked by hand", "[sim]") {
   }
 }
 
+TEST_CASE("replicas: a holder takes its partitions in ascending order, replicas among them",
+          "[sim]") {
+  // The case above with 2 replicas, the job's reads made by hand at 5 s:
+  // node 0 copied its own partition 0 first (in at 4.02 s), so its read of
+  // file 0 is from its SSD by 5.01 s; node 1 copied its replica of partition
+  // 0 first and its own partition 1 from 4.02 s to 8.04 s, so its read of
+  // file 2 waits for that chunk and is done at 8.05 s. With 1 replica both
+  // are done at 5.01 s.
+  const std::vector<uint64_t> bytes(4, 1'000'000);
+  const JobSpec job = Job(2, 100);
+  prefetch::DistributedSamplerOptions o;
+  o.num_replicas = 2;
+  auto sampler = prefetch::DistributedSampler::Create(bytes.size(), o);
+  REQUIRE(sampler.ok());
+  for (const auto& [replicas, node1_done] : {std::pair{1u, 5.01}, {2u, 8.05}}) {
+    INFO("replicas " << replicas);
+    EventLoop loop;
+    SharedDevice fs(&loop, DeviceSpec{.bandwidth = 1e6});
+    ClairfsSpec spec{.partitions = 2,
+                     .placement = "contiguous",
+                     .homes_by_reader = false,
+                     .replicas = replicas,
+                     .ram_bytes = 0,
+                     .stage_threads = 1,
+                     .stage_first_use = false,
+                     .node = {.ssd = {.bandwidth = 1e8}, .link = {}}};
+    auto source = ClairfsSource::Create(&loop, &fs, &bytes, *sampler, job, spec);
+    REQUIRE(source.ok());
+    ClairfsSource& s = **source;
+    s.Launch();
+    double done0 = -1, done1 = -1;
+    loop.After(5, [&] {
+      s.Read(0, 0, [&] { done0 = loop.now(); });
+      s.Read(1, 2, [&] { done1 = loop.now(); });
+    });
+    loop.Run();
+    CHECK(done0 == Approx(5.01));
+    CHECK(done1 == Approx(node1_done));
+    CHECK(s.counters().local_bytes == 2'000'000);  // both from their own SSD
+  }
+}
+
 TEST_CASE("replicas: a holder's first-use ranges are its partitions' in the one order", "[sim]") {
   // Three nodes, replicas 2: node n holds the partitions homed on n and on
   // n - 1, and copies the ranges of both, each partition's in the order
