@@ -45,7 +45,8 @@
 // compact ids (NodeReads): the same planner over a smaller dataset, with the same decisions (the
 // ids keep the files' order), its state O(those files) instead of O(dataset). Homes by reader
 // take the first epoch's first readers (O(dataset), once) and the nonzero (partition, node)
-// byte counts, not a partitions x nodes table. Single-thread (the EventLoop's).
+// byte counts, not a partitions x nodes table. Each replica beyond the home's copy adds a byte
+// of staging state per file. Single-thread (the EventLoop's).
 #pragma once
 
 #include <algorithm>
