@@ -30,13 +30,16 @@ ClairfsSource::ClairfsSource(EventLoop* loop, SharedDevice* shared_fs,
       node_(reads.nodes()),
       reads_(std::move(reads)),
       partition_of_(std::move(partition_of)),
-      homes_(std::move(homes)) {
+      homes_(std::move(homes)),
+      own_(spec_.partitions, spec_.replicas, static_cast<int>(nodes_), homes_) {
   spec_.fetch_slots = std::max(spec_.fetch_slots, 1u);
   const uint64_t files = bytes_->size();
   partition_files_.resize(spec_.partitions);
   for (uint64_t f = 0; f < files; ++f) partition_files_[partition_of_[f]].push_back(f);
   state_.assign(files, kNotStaged);
   files_left_ = files;
+  replica_state_.assign(own_.replicas() - 1, std::vector<char>(files, kNotStaged));
+  replica_files_left_ = files * (own_.replicas() - 1);
   for (Node& n : node_) {
     n.streams.resize(std::max(spec_.stage_threads, 1u));
     n.ssd = std::make_unique<SharedDevice>(loop, spec.node.ssd);
@@ -134,10 +137,16 @@ Result<std::unique_ptr<ClairfsSource>> ClairfsSource::Create(
   if (spec.stage_first_use) {
     auto units = FirstUseOrder(*file_bytes, s->partition_files_, first_step, PieceSize(spec));
     if (!units.ok()) return units.status();
-    s->units_left_.assign(fixed.partitions, 0);
+    // Every holder of a partition copies its ranges, in the one order: a
+    // node's own and replica ranges interleave by their first reads, as the
+    // daemon's Stager orders all the packs it holds.
+    s->units_left_.assign(uint64_t{fixed.partitions} * s->own_.replicas(), 0);
     for (const FirstUseUnit& u : *units) {
-      s->node_[s->Home(u.partition)].units.push_back(u);
-      s->units_left_[u.partition]++;
+      for (int holder : s->own_.Owners(u.partition)) {
+        const auto node = static_cast<uint32_t>(holder);
+        s->node_[node].units.push_back(u);
+        s->UnitsLeft(s->CopyOf(node, u.partition), u.partition)++;
+      }
     }
   }
   for (uint32_t n = 0; n < job.nodes; ++n) {
@@ -167,9 +176,15 @@ Result<std::unique_ptr<ClairfsSource>> ClairfsSource::Create(
 
 void ClairfsSource::Launch() {
   stage_start_ = loop_->now();
-  // With first-use ranges, a partition that has some waits for them.
+  // Each holder's partitions in ascending order (Ownership::PartitionsOf's);
+  // with first-use ranges, a partition that has some waits for them.
   for (uint32_t p = 0; p < spec_.partitions; ++p) {
-    if (units_left_.empty() || units_left_[p] == 0) node_[Home(p)].to_stage.push_back(p);
+    for (int holder : own_.Owners(p)) {
+      const auto node = static_cast<uint32_t>(holder);
+      if (units_left_.empty() || UnitsLeft(CopyOf(node, p), p) == 0) {
+        node_[node].to_stage.push_back(p);
+      }
+    }
   }
   for (uint32_t n = 0; n < nodes_; ++n) StageNext(n);
   // The daemons know the order from the start: the planners fetch at once.
@@ -224,6 +239,7 @@ void ClairfsSource::ReadThroughHome(uint32_t node, uint64_t file, SourceCounters
   state_[file] = kStaging;  // other reads of it wait for these bytes
   ReadSource(home, PartitionOf(file), n,
              [this, node, file, n, home, done = std::move(done)]() mutable {
+               node_[home].written += n;
                node_[home].ssd->Transfer(n, [] {});  // the home's copy is written as the bytes pass
                Landed(file);
                OverLink(node, home, n, std::move(done));
@@ -258,6 +274,7 @@ void ClairfsSource::ReadPieces(uint32_t node, uint64_t file, SourceCounters* cou
   });
   if (mine.empty()) return;
   ReadSource(home, PartitionOf(file), missing, [this, file, home, missing, mine = std::move(mine)] {
+    node_[home].written += missing;
     node_[home].ssd->Transfer(missing, [] {});  // written as the bytes pass
     for (size_t i : mine) PieceLanded(file, i);
   });

@@ -31,11 +31,22 @@
 // pass), waits for the pieces under way, and takes those and the ones in from the home's SSD.
 // Without it, partitions in turn as above. The planner's fetches are counted in prefetched().
 //
+// Replicas as the daemon's (fs::Ownership, the manifest's `replicas`): partition p is held by
+// its home and the next `replicas` - 1 nodes (mod N; clamped to the nodes), and each holder stages
+// its own copy from the shared file system with its own copying threads onto its own SSD, the
+// partitions it holds in one queue (ascending, as Ownership::PartitionsOf gives them to the
+// daemon's Stager) and, with `stage_first_use`, their first-use ranges among its own in the one
+// first-use order. Reads go to the home alone (every node is alive): a read passing through the
+// home lands on the home's copy only, so the shared file system gives each copy's bytes once.
+// Not modelled: the daemon's holder of a replica reads that partition from its own copy
+// (DistributedPackStore), where here it reads the home's.
+//
 // Memory: each node's planner is given only the files the node's ranks read over the job, in
 // compact ids (NodeReads): the same planner over a smaller dataset, with the same decisions (the
 // ids keep the files' order), its state O(those files) instead of O(dataset). Homes by reader
 // take the first epoch's first readers (O(dataset), once) and the nonzero (partition, node)
-// byte counts, not a partitions x nodes table. Single-thread (the EventLoop's).
+// byte counts, not a partitions x nodes table. Each replica beyond the home's copy adds a byte
+// of staging state per file. Single-thread (the EventLoop's).
 #pragma once
 
 #include <algorithm>
@@ -47,6 +58,7 @@
 #include <vector>
 
 #include "base/clock.hpp"
+#include "fs/dist/ownership.hpp"
 #include "prefetch/planner/planner.hpp"
 #include "tools/sim/fanstore_source.hpp"
 #include "tools/sim/first_use.hpp"
@@ -61,6 +73,7 @@ struct ClairfsSpec {
   uint32_t partitions = 1;
   std::string placement = "balanced";  // which partition a file is in (clairfs-partition's)
   bool homes_by_reader = true;  // partitions homed where the first epoch reads them (the daemon's)
+  uint32_t replicas = 1;        // copies of each partition, on its home and the nodes after it
   uint64_t ram_bytes = 16ull << 30;   // each node's planner budget
   uint32_t fetch_slots = 2;           // a node's fetches in flight at once
   uint32_t stage_threads = 2;         // a node's copying threads, each on its own partition
@@ -89,7 +102,8 @@ class ClairfsSource final : public DataSource {
   void Launch() override;  // staging and the planners' fetches begin
   void StartEpoch(uint32_t epoch) override;
   void Read(uint32_t node, uint64_t file, EventLoop::Fn done) override;
-  // Seconds from the launch until every partition was on its SSD.
+  // Seconds from the launch until every copy of every partition was on its
+  // holder's SSD.
   double staging_seconds() const { return staged_at_; }
   // With stage_first_use: node's ranges to copy first, in order (for tests).
   const std::vector<FirstUseUnit>& first_use_units(uint32_t node) const {
@@ -101,6 +115,10 @@ class ClairfsSource final : public DataSource {
   // Reads (the job's and fetches) of a file being copied in pieces that
   // read its missing pieces themselves (for tests).
   uint64_t piece_reads() const { return piece_reads_; }
+  // Bytes written to `node`'s SSD as the copies it holds (staging, and reads
+  // passing through it as their home).
+  uint64_t ssd_written(uint32_t node) const { return node_[node].written; }
+  const fs::Ownership& ownership() const { return own_; }
 
  private:
   // The simulated time, for the planner's stall accounting.
@@ -138,6 +156,7 @@ class ClairfsSource final : public DataSource {
     bool stage_paused = false;         // waiting for the reads below to end
     uint32_t source_reads = 0;         // reads of this node's partitions at the shared file system
     double last_source_read = -1e300;  // none yet
+    uint64_t written = 0;              // bytes written to the SSD as this node's copies
   };
   enum FileState : char { kNotStaged = 0, kStaging = 1, kOnSsd = 2 };
   ClairfsSource(EventLoop* loop, SharedDevice* shared_fs, const std::vector<uint64_t>* file_bytes,
@@ -148,6 +167,18 @@ class ClairfsSource final : public DataSource {
     return homes_.empty() ? partition % nodes_ : static_cast<uint32_t>(homes_[partition]);
   }
   uint32_t HomeOf(uint64_t file) const { return Home(PartitionOf(file)); }
+  // Which of partition's copies `node` holds: 0 its home's, j its j-th replica.
+  uint32_t CopyOf(uint32_t node, uint32_t partition) const {
+    return static_cast<uint32_t>((uint64_t{node} + nodes_ - Home(partition)) % nodes_);
+  }
+  // `file`'s FileState in copy `copy` of its partition.
+  char& StateOf(uint32_t copy, uint64_t file) {
+    return copy == 0 ? state_[file] : replica_state_[copy - 1][file];
+  }
+  // Copy `copy`'s first-use ranges of `partition` not done.
+  uint32_t& UnitsLeft(uint32_t copy, uint32_t partition) {
+    return units_left_[uint64_t{copy} * spec_.partitions + partition];
+  }
   // A large file's pieces' size (the last may be smaller).
   uint64_t PieceSize() const { return PieceSize(spec_); }
   // At least a page: `stage_chunk: 0` (each file a read of its own) would
@@ -169,6 +200,11 @@ class ClairfsSource final : public DataSource {
   void UnitDone(uint32_t node, uint32_t partition);
   // `file` is on its home's SSD (staged, or passed through by a read).
   void Landed(uint64_t file);
+  // `file` (or, in pieces, one piece of it) is in replica copy `copy` (>= 1).
+  void ReplicaLanded(uint32_t copy, uint64_t file);
+  void ReplicaPieceLanded(uint32_t copy, uint64_t file);
+  // Records the staging time once every copy of every file is in.
+  void CheckStaged();
   // Piece `piece` of `file` (copied in pieces) is on its home's SSD; with
   // the last, the file is.
   void PieceLanded(uint64_t file, size_t piece);
@@ -212,7 +248,15 @@ class ClairfsSource final : public DataSource {
   // Per file in kStaging: the reads waiting for it to land.
   std::unordered_map<uint64_t, std::vector<EventLoop::Fn>> landing_;
   uint64_t files_left_ = 0;           // not on their home's SSD yet
-  std::vector<uint32_t> units_left_;  // per partition: first-use ranges not done
+  std::vector<uint32_t> units_left_;  // per copy and partition: first-use ranges not done
+  fs::Ownership own_;                 // which nodes hold which partitions
+  // Per replica j >= 1 (at j - 1), per file: the FileState of its copy on
+  // the j-th node after its home. Only staging writes them.
+  std::vector<std::vector<char>> replica_state_;
+  uint64_t replica_files_left_ = 0;  // files times replicas not in yet
+  // A replica's file copied in pieces: its pieces not in yet, by
+  // (j - 1) * files + file.
+  std::unordered_map<uint64_t, uint64_t> replica_pieces_;
   // A large file being copied in pieces: each piece's FileState (not
   // begun, on its way from staging or a read, on the home's SSD), and how
   // many are not on the SSD yet.

@@ -216,6 +216,7 @@ Result<SimConfig> ParseSimConfig(const std::string& yaml) {
   r.Section(root, "clairfs",
             {{"fetch_slots", Count(&c.fetch_slots, 1u)},
              {"stage_threads", Count(&c.stage_threads, 1u)},
+             {"replicas", Count(&c.replicas, 1u)},
              {"stage_chunk", Size(&c.stage_chunk)},
              {"stage_yield_ms", Seconds(&c.stage_yield, 1e-3)},
              {"stage_whole_chunks", Flag(&c.stage_whole_chunks)},

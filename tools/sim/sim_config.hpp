@@ -55,6 +55,7 @@ struct SimConfig {
   uint32_t fetch_slots = 2;              // clairfs: a node's fetches in flight (prefetch_threads)
   std::string placement = "balanced";    // clairfs: clairfs-partition's --placement
   bool homes_by_reader = true;        // clairfs: homes where the first epoch reads (the daemon's)
+  uint32_t replicas = 1;              // clairfs: copies of each partition (the manifest's replicas)
   uint32_t stage_threads = 2;         // clairfs: a node's copying threads (stage_threads)
   uint64_t stage_chunk = 4ull << 20;  // clairfs: bytes a staging read takes at most
   double stage_yield = 0.005;         // clairfs: staging's pause after a read of its packs
