@@ -158,6 +158,10 @@ void EngineSlot::OnReadWait(uint32_t node, uint64_t ns) {
   if (PrefetchEngine* e = get()) e->OnReadWait(node, ns);
 }
 
+void EngineSlot::OnForget(uint32_t node) {
+  if (PrefetchEngine* e = get()) e->OnForget(node);
+}
+
 void EngineSlot::OnOpenEvent(uint32_t node) {
   if (PrefetchEngine* e = get()) e->OnOpenEvent(node);
 }

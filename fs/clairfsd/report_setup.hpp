@@ -39,8 +39,8 @@ namespace clairfs::fs {
 
 // The prefetch engine, there from the start (a configured sampler) or made
 // when the first report needs it: until then the RAM cache keeps its own LRU
-// policy, as without prefetching. It forwards the daemon's opens and listings
-// to the engine once there is one.
+// policy, as without prefetching. It forwards the daemon's opens, listings,
+// read waits and forgotten inodes to the engine once there is one.
 //
 // Thread-safety: Start (at mount) and Reset (after the report server
 // stopped) on the main thread; GetOrMake on the report thread; the observer
@@ -65,6 +65,7 @@ class EngineSlot final : public OpenObserver {
   void OnOpen(uint32_t node) override;
   void OnListed(uint32_t first, uint32_t end) override;
   void OnReadWait(uint32_t node, uint64_t ns) override;
+  void OnForget(uint32_t node) override;
   // An open seen by the OpenWatcher.
   void OnOpenEvent(uint32_t node);
 

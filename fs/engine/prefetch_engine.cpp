@@ -77,6 +77,8 @@ void PrefetchEngine::Replace(std::unique_ptr<pf::Planner> planner, std::string s
   {
     MutexLock lock(&mu_);
     pushed_.clear();
+    held_files_ = 0;
+    held_bytes_ = 0;
   }
   work_cv_.NotifyAll();
 }
@@ -107,8 +109,17 @@ void PrefetchEngine::OnOpenEvent(uint32_t node) { Observe(node, /*answering=*/fa
 
 bool PrefetchEngine::Keep(uint32_t node, std::vector<uint32_t>* drop) {
   const std::shared_ptr<pf::Planner> planner = this->planner();
-  // Counted already: fetched, being fetched, or kept after an earlier block.
-  if (planner->Holds(node)) return true;
+  // Counted already: fetched, being fetched, or kept after an earlier block;
+  // or pushed, and loaded again by a READ the page cache could not answer.
+  if (planner->Holds(node)) {
+    MutexLock lock(&mu_);
+    auto it = pushed_.find(node);
+    if (it != pushed_.end() && it->second > 0) {
+      NotPushedLocked(node);
+      Stats::Add(counters_.reloaded, 1);
+    }
+    return true;
+  }
   const uint64_t size = manifest_->node(node).size;
   pf::Admission a = planner->Admit(node, size);
   bool kept = a.admitted;
@@ -121,7 +132,7 @@ bool PrefetchEngine::Keep(uint32_t node, std::vector<uint32_t>* drop) {
   }
   if (!a.evict.empty()) {
     MutexLock lock(&mu_);
-    for (pf::FileId f : a.evict) pushed_.erase(f);
+    for (pf::FileId f : a.evict) NotPushedLocked(f);
   }
   drop->insert(drop->end(), a.evict.begin(), a.evict.end());
   return kept;
@@ -130,7 +141,50 @@ bool PrefetchEngine::Keep(uint32_t node, std::vector<uint32_t>* drop) {
 void PrefetchEngine::Dropped(uint32_t node) {
   planner()->OnEvicted(node);
   MutexLock lock(&mu_);
-  pushed_.erase(node);
+  NotPushedLocked(node);
+}
+
+uint64_t PrefetchEngine::NotPushedLocked(pf::FileId file) {
+  auto it = pushed_.find(file);
+  if (it == pushed_.end()) return 0;
+  const uint64_t held = it->second;
+  if (held > 0) {
+    held_files_--;
+    held_bytes_ -= held;
+  }
+  pushed_.erase(it);
+  return held;
+}
+
+bool PrefetchEngine::HeldAlone(pf::FileId file) const {
+  MutexLock lock(&mu_);
+  auto it = pushed_.find(file);
+  return it != pushed_.end() && it->second > 0;
+}
+
+void PrefetchEngine::MarkPushed(pf::FileId file, uint64_t bytes, bool alone) {
+  {
+    MutexLock lock(&mu_);
+    if (!pushed_.try_emplace(file, alone ? bytes : 0).second || !alone) return;
+    held_files_++;
+    held_bytes_ += bytes;
+  }
+  // Unless something let go of the file meanwhile (the planner, a READ
+  // that loaded it again), which decides for its blocks itself.
+  cache_->EraseFileIf(file, [&] { return HeldAlone(file); });
+}
+
+void PrefetchEngine::OnForget(uint32_t node) {
+  {
+    MutexLock lock(&mu_);
+    // Pushed with its blocks kept: the RAM cache still has it (an open
+    // pushes it again); not pushed: nothing was lost.
+    if (NotPushedLocked(node) == 0) return;
+  }
+  // Its bytes were in the page cache alone: the node no longer has them.
+  Stats::Add(counters_.forgotten, 1);
+  planner()->OnEvicted(node);
+  work_cv_.NotifyOne();
 }
 
 bool PrefetchEngine::Pushed(pf::FileId file) const {
@@ -150,7 +204,9 @@ void PrefetchEngine::Observe(uint32_t node, bool answering) {
     // The kernel looked the file up to open it: now it takes the bytes (a
     // push refused at fetch time, or a file kept after a demand read), and
     // the reads that follow this open stay in the page cache.
-    if (!pushed && PushKept(node)) Stats::Add(counters_.late_pushes, 1);
+    // The job is reading it: its READs under way may need the blocks, so
+    // they stay (the file is in RAM twice until the planner lets it go).
+    if (!pushed && PushKept(node, /*alone=*/false)) Stats::Add(counters_.late_pushes, 1);
     return;
   }
   if (r.in_flight && answering) {
@@ -190,12 +246,11 @@ void PrefetchEngine::OnListed(uint32_t first, uint32_t end) {
   listings_.push_back({first, end, options_.clock->Now() + kListedDelay, 2});
 }
 
-bool PrefetchEngine::PushKept(pf::FileId file) {
+bool PrefetchEngine::PushKept(pf::FileId file, bool alone) {
   if (pusher_ == nullptr) return false;
   std::optional<ReadData> data = reader_.Peek(file);
   if (!data || data->total == 0 || !pusher_->Push(InodeOfNode(file), 0, *data).ok()) return false;
-  MutexLock lock(&mu_);
-  pushed_.insert(file);
+  MarkPushed(file, data->total, alone);
   return true;
 }
 
@@ -217,7 +272,7 @@ void PrefetchEngine::RetryListed() {
       if (f >= in_dataset_.size() || in_dataset_[f] == 0 || !planner->Holds(f) || Pushed(f)) {
         continue;
       }
-      if (PushKept(f)) {
+      if (PushKept(f, /*alone=*/true)) {
         Stats::Add(counters_.listed_pushes, 1);
       } else {
         refused = true;
@@ -339,13 +394,11 @@ void PrefetchEngine::Fetch(pf::Planner& planner, pf::FileId file) {
       }
     }
   }
-  {
+  if (pushed) {
+    MarkPushed(file, bytes, /*alone=*/true);
+  } else {
     MutexLock lock(&mu_);
-    if (pushed) {
-      pushed_.insert(file);
-    } else {
-      pushed_.erase(file);
-    }
+    NotPushedLocked(file);
   }
   // The planner knows the file resident before anyone waiting for it, or
   // reading the counters, is told it is done: an open that follows finds it
@@ -389,7 +442,7 @@ void PrefetchEngine::Drop(const pf::Planner& planner, const std::vector<pf::File
   if (files.empty() || !Current(planner)) return;
   {
     MutexLock lock(&mu_);
-    for (pf::FileId f : files) pushed_.erase(f);
+    for (pf::FileId f : files) NotPushedLocked(f);
   }
   // A file a reader loaded again since the planner let it go is counted
   // again (Keep admitted it): it stays.

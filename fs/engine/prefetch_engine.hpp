@@ -6,16 +6,25 @@
 // blocks from the RAM cache when the planner evicts it.
 //
 // One owner of cached bytes: the engine is the RAM cache's FileOwner, so the
-// planner decides which files the cache keeps - what it fetched, and what a
-// demand read loaded (Admit, then OnFetched, as the simulator does) - and
-// the planner's budget is the cache's capacity (ram_cache). Nothing else
-// holds file bytes beyond the replies in flight.
+// planner decides which files the node keeps in RAM - what it fetched, and
+// what a demand read loaded (Admit, then OnFetched, as the simulator does) -
+// and the planner's budget is the cache's capacity (ram_cache). A kept file
+// is in RAM once: in the kernel's page cache once pushed there (its blocks
+// then leave the RAM cache: the job reads the kernel's copy, and a second one
+// in the daemon would cost the node the RAM and the daemon the fresh pages),
+// else in the RAM cache. A file pushed as the job opens it keeps its blocks
+// too (the READs of that open may be under way). Nothing else holds file bytes beyond the replies
+// in flight.
 //
 // Tiers: a pushed file is read at page-cache speed and never reaches the
 // daemon; a push the kernel refuses (the inode is not known yet, ENOENT)
 // leaves the RAM copy as the second tier; anything the planner does not keep
 // is read from the packs on demand. With the planner lost or without
-// predictions, Admit keeps demand-read files oldest-out-first.
+// predictions, Admit keeps demand-read files oldest-out-first. The kernel
+// may drop a pushed file's pages (memory pressure): a READ then loads the
+// file again and the RAM cache keeps it (Keep: the planner still counts it);
+// when the kernel drops the file's inode (FORGET), its pages went with it and
+// the planner is told the file is gone, so it fetches it again when due.
 //
 // An open of a file whose fetch is under way waits for it, at most
 // options.open_wait (the FUSE worker never blocks without bound). Pushes the
@@ -90,6 +99,10 @@ struct PrefetchStats {
   // the file's open.
   uint64_t pushes = 0, pushed_bytes = 0, push_unknown_inode = 0, push_errors = 0;
   uint64_t listed_pushes = 0, late_pushes = 0;
+  // Kept files held in the page cache alone now (their blocks left the RAM
+  // cache): files and bytes. Pushed files a READ loaded again (the kernel had
+  // dropped pages of them), and whose inode the kernel dropped (FORGET).
+  uint64_t held_files = 0, held_bytes = 0, reloaded = 0, forgotten = 0;
 };
 
 struct PrefetchEngineOptions {
@@ -147,6 +160,8 @@ class PrefetchEngine final : public OpenObserver, public FileOwner {
   void OnListed(uint32_t first, uint32_t end) override;
   // A read of a dataset file waited: counted as a stall (RecordReadStall).
   void OnReadWait(uint32_t node, uint64_t ns) override;
+  // The kernel dropped the file's inode, and with it any pushed pages.
+  void OnForget(uint32_t node) override;
 
   // FileOwner: the RAM cache asks whether to keep a loaded block.
   bool Keep(uint32_t node, std::vector<uint32_t>* drop) override;
@@ -168,6 +183,7 @@ class PrefetchEngine final : public OpenObserver, public FileOwner {
     std::atomic<uint64_t> fetched{0}, fetched_bytes{0}, fetch_failures{0}, not_kept{0};
     std::atomic<uint64_t> pushes{0}, pushed_bytes{0}, push_unknown_inode{0}, push_errors{0};
     std::atomic<uint64_t> listed_pushes{0}, late_pushes{0};
+    std::atomic<uint64_t> reloaded{0}, forgotten{0};
   };
 
   // Adds the counts of opens (and admissions, evictions) of `from` to `to`:
@@ -202,9 +218,15 @@ class PrefetchEngine final : public OpenObserver, public FileOwner {
   // Pushes the kept, unpushed files of listings that are due.
   void RetryListed();
   // Pushes `file`'s bytes if the cache holds all of them; true when the
-  // kernel took them.
-  bool PushKept(prefetch::FileId file);
+  // kernel took them (MarkPushed).
+  bool PushKept(prefetch::FileId file, bool alone);
   bool Pushed(prefetch::FileId file) const;
+  // The kernel took `file`'s `bytes`; `alone`: its blocks leave the RAM cache.
+  void MarkPushed(prefetch::FileId file, uint64_t bytes, bool alone);
+  bool HeldAlone(prefetch::FileId file) const;
+  // `file` is no longer pushed: the bytes it had in the page cache alone (0
+  // if none, or its blocks were kept).
+  uint64_t NotPushedLocked(prefetch::FileId file) CLAIRFS_REQUIRES(mu_);
 
   struct Listing {
     uint32_t first, end;  // nodes [first, end)
@@ -236,9 +258,13 @@ class PrefetchEngine final : public OpenObserver, public FileOwner {
   CondVar done_cv_;  // a fetch finished (waiting opens)
   CondVar work_cv_;  // an open moved the ranks (idle threads)
   std::unordered_set<prefetch::FileId> fetching_ CLAIRFS_GUARDED_BY(mu_);
-  // Kept files whose bytes the kernel took; forgotten when the planner
-  // evicts them, so a file kept again is pushed again.
-  std::unordered_set<prefetch::FileId> pushed_ CLAIRFS_GUARDED_BY(mu_);
+  // Kept files whose bytes the kernel took, and the bytes held there alone
+  // (0: its blocks were kept too, the file being read as it was pushed);
+  // forgotten when the planner evicts them, a READ loads them again or the
+  // kernel drops their inode, so a file kept again is pushed again.
+  std::unordered_map<prefetch::FileId, uint64_t> pushed_ CLAIRFS_GUARDED_BY(mu_);
+  uint64_t held_files_ CLAIRFS_GUARDED_BY(mu_) = 0;
+  uint64_t held_bytes_ CLAIRFS_GUARDED_BY(mu_) = 0;
   // Listings whose refused pushes are to be retried.
   std::vector<Listing> listings_ CLAIRFS_GUARDED_BY(mu_);
   std::atomic<bool> wants_room_{false};  // the last plan stopped for want of room

@@ -79,6 +79,13 @@ PrefetchStats PrefetchEngine::Snapshot() const {
   s.push_errors = Get(c.push_errors);
   s.listed_pushes = Get(c.listed_pushes);
   s.late_pushes = Get(c.late_pushes);
+  s.reloaded = Get(c.reloaded);
+  s.forgotten = Get(c.forgotten);
+  {
+    MutexLock lock(&mu_);
+    s.held_files = held_files_;
+    s.held_bytes = held_bytes_;
+  }
   return s;
 }
 
@@ -173,6 +180,10 @@ void PrefetchEngine::WriteStats(clairfs::JsonWriter& w) const {
       .Integer("listed_pushes", s.listed_pushes)
       .Integer("late_pushes", s.late_pushes)
       .Integer("errors", s.push_errors)
+      .Integer("held_files", s.held_files)
+      .Integer("held_bytes", s.held_bytes)
+      .Integer("reloaded", s.reloaded)
+      .Integer("forgotten", s.forgotten)
       .EndObject();
   w.BeginArray("per_epoch");
   for (const prefetch::EpochCounts& e : p.per_epoch) {

@@ -8,7 +8,8 @@
 // handed out (children of one directory are consecutive nodes) before the
 // reply is sent: with READDIRPLUS the kernel makes inodes of them once it has
 // the reply, so pushes it refused until then may succeed a little later.
-// Vfs::Read calls OnReadWait for a READ that had to wait for its bytes. All
+// Vfs::Read calls OnReadWait for a READ that had to wait for its bytes, and
+// Vfs::Forget calls OnForget for a dataset file's inode the kernel let go. All
 // run on FUSE worker threads and must be thread-safe and quick.
 //
 // PageCachePusher: hands decoded bytes of a file to the kernel's page cache
@@ -42,6 +43,8 @@ class OpenObserver {
     (void)node;
     (void)ns;
   }
+  // The kernel forgot file `node`'s inode (FORGET): its page cache is gone.
+  virtual void OnForget(uint32_t node) { (void)node; }
 };
 
 class PageCachePusher {

@@ -314,7 +314,15 @@ void Vfs::CountAnswered(const ReadData& data) {
 }
 
 void Vfs::Forget(uint64_t ino, uint64_t count) {
-  if (InArea(ino)) writes_->Forget(ino, count);
+  if (InArea(ino)) {
+    writes_->Forget(ino, count);
+    return;
+  }
+  // The kernel sends FORGET as it evicts the inode, so with its page cache.
+  if (options_.open_observer != nullptr && IsNode(ino) && !control_.Owns(ino) &&
+      !manifest_->IsDirectory(NodeOfInode(ino))) {
+    options_.open_observer->OnForget(NodeOfInode(ino));
+  }
 }
 
 namespace {

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -32,7 +33,8 @@ namespace clairfs::fs::testing {
 namespace ft = format::testing;
 namespace pf = clairfs::prefetch;
 
-// Records pushes; inodes in `unknown` answer NotFound like an unlooked-up inode.
+// Records pushes, as the kernel's page cache would hold them; inodes in
+// `unknown` answer NotFound like an unlooked-up inode.
 class FakePusher final : public PageCachePusher {
  public:
   Status Push(uint64_t ino, uint64_t offset, const ReadData& data) override {
@@ -42,6 +44,13 @@ class FakePusher final : public PageCachePusher {
     for (const ReadSlice& s : data.slices) bytes.append(s.data, s.size);
     pushed[ino] = bytes;
     return Status::Ok();
+  }
+  // The file's bytes if the page cache holds them.
+  std::optional<std::string> Cached(uint64_t ino) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = pushed.find(ino);
+    if (it == pushed.end()) return std::nullopt;
+    return it->second;
   }
   std::mutex mu;
   std::set<uint64_t> unknown;
@@ -116,14 +125,23 @@ struct Fixture : MemoryDataset {
         auto n = manifest->Resolve("train/" + (*paths)[i]);
         REQUIRE(n.ok());
         REQUIRE(vfs->Open(uint64_t{*n} + 1, O_RDONLY).ok());
-        auto data = vfs->Read(uint64_t{*n} + 1, 0, 1 << 20);
-        REQUIRE(data.ok());
-        std::string got;
-        for (const ReadSlice& s : data->slices) got.append(s.data, s.size);
+        auto got = KernelRead(uint64_t{*n} + 1);
+        REQUIRE(got.ok());
         const auto& want = dataset.contents.at("train/" + (*paths)[i]);
-        REQUIRE(got == std::string(want.begin(), want.end()));
+        REQUIRE(*got == std::string(want.begin(), want.end()));
       }
     }
+  }
+
+  // A whole file as the kernel reads it: from its page cache if the file was
+  // pushed there, else by a READ of the Vfs.
+  Result<std::string> KernelRead(uint64_t ino) {
+    if (auto cached = pusher.Cached(ino)) return *cached;
+    auto data = vfs->Read(ino, 0, 1 << 20);
+    if (!data.ok()) return data.status();
+    std::string got;
+    for (const ReadSlice& s : data->slices) got.append(s.data, s.size);
+    return got;
   }
 
   std::unique_ptr<RamCache> cache;

@@ -63,8 +63,8 @@ TEST_CASE("a planner replaced while running starts from an empty cache; open cou
   f.engine->Start();
   f.WaitFetched(40);
   f.OpenEpoch(0);
-  REQUIRE(f.cache->Snapshot().bytes > 0);
   const PrefetchStats before = f.engine->Snapshot();
+  REQUIRE(before.held_bytes > 0);
   REQUIRE(before.planner.opens == 40);
   // The same job's order, from a new planner (as the job's report would give).
   auto next = pf::Planner::Create(f.job.config, f.job.input, clairfs::SteadyClock::Instance());
@@ -86,11 +86,12 @@ TEST_CASE("a planner replaced while running starts from an empty cache; open cou
   w.EndObject();
   CHECK(w.str().find("\"sampler\":\"reported\"") != std::string::npos);
   CHECK(w.str().find("\"planners_replaced\":1") != std::string::npos);
-  // The cache holds only what the new planner counts (read with the fetch
-  // threads stopped, so that both are read at one moment).
+  // The cache and the page cache hold only what the new planner counts
+  // (read with the fetch threads stopped, so that both are read at one moment).
   f.engine->Stop();
   const PrefetchStats still = f.engine->Snapshot();
-  CHECK(f.cache->Snapshot().bytes <= still.planner.resident_bytes + still.planner.in_flight_bytes);
+  CHECK(f.cache->Snapshot().bytes + still.held_bytes <=
+        still.planner.resident_bytes + still.planner.in_flight_bytes);
 }
 
 TEST_CASE("an inode the kernel does not know stays in RAM as the second tier",
@@ -115,9 +116,11 @@ TEST_CASE("a small budget is never exceeded and opens still read right bytes",
   f.WaitFetched(8);
   for (uint64_t e = 0; e < 2; ++e) f.OpenEpoch(e);
   f.engine->Stop();
-  const pf::PlannerStats p = f.engine->Snapshot().planner;
+  const PrefetchStats s = f.engine->Snapshot();
+  const pf::PlannerStats& p = s.planner;
   CHECK(p.peak_used_bytes <= budget);
-  // One owner: the cache holds exactly the files the planner counts.
+  // One owner: the cache and the page cache (the pushed files, held there
+  // alone) hold exactly the files the planner counts.
   const CacheStats c = f.cache->Snapshot();
   clairfs::JsonWriter w;  // shown if a check fails
   w.BeginObject();
@@ -126,7 +129,7 @@ TEST_CASE("a small budget is never exceeded and opens still read right bytes",
   INFO(w.str() << " cache rejected " << c.rejected << ", declined " << c.declined);
   CHECK(c.owned);
   CHECK(c.peak_bytes <= budget);
-  CHECK(c.bytes == p.resident_bytes + p.in_flight_bytes);
+  CHECK(c.bytes + s.held_bytes == p.resident_bytes + p.in_flight_bytes);
   CHECK(c.evictions == 0);  // the cache never chose a victim itself
 }
 
@@ -187,12 +190,107 @@ TEST_CASE("concurrent readers and fetches: the cache holds exactly what the plan
   for (auto& r : readers) r.join();
   f.engine->Stop();
   CHECK(wrong.load() == 0);
-  const pf::PlannerStats p = f.engine->Snapshot().planner;
+  const PrefetchStats s = f.engine->Snapshot();
+  const pf::PlannerStats& p = s.planner;
   const CacheStats c = f.cache->Snapshot();
   CHECK(c.peak_bytes <= budget);
   CHECK(p.in_flight_bytes == 0);
-  CHECK(c.bytes == p.resident_bytes);
-  CHECK(c.entries == p.resident_files);
+  // The pushed files are in the page cache alone (these reads bypass it:
+  // every one reaches the Vfs, and those of pushed files load them again).
+  CHECK(c.bytes + s.held_bytes == p.resident_bytes);
+  CHECK(c.entries + s.held_files == p.resident_files);
+}
+
+TEST_CASE("a pushed file is in RAM once: in the page cache, its blocks gone from the RAM cache",
+          "[prefetch_engine]") {
+  Fixture f(1 << 20);
+  f.engine->Start();
+  f.WaitFetched(40);
+  f.engine->Stop();  // the counts below at one moment
+  PrefetchStats s = f.engine->Snapshot();
+  REQUIRE(s.pushes == 40);
+  CHECK(s.held_files == 40);
+  CHECK(s.held_bytes == s.planner.resident_bytes);
+  CHECK(f.cache->Snapshot().bytes == 0);
+  // The job's reads are the page cache's: every open ready, nothing reloaded.
+  f.OpenEpoch(0);
+  s = f.engine->Snapshot();
+  CHECK(s.ready_in_page_cache == 40);
+  CHECK(s.reloaded == 0);
+  CHECK(f.stats.reads.load() == 0);
+  // The kernel drops one file's pages: its next read loads it again, and
+  // the RAM cache keeps it (the planner still counts it).
+  auto n = f.manifest->Resolve("train/c2/i5.jpg");
+  REQUIRE(n.ok());
+  const uint64_t ino = uint64_t{*n} + 1;
+  {
+    std::lock_guard<std::mutex> lock(f.pusher.mu);
+    f.pusher.pushed.erase(ino);
+  }
+  auto got = f.KernelRead(ino);
+  REQUIRE(got.ok());
+  const auto& want = f.dataset.contents.at("train/c2/i5.jpg");
+  CHECK(*got == std::string(want.begin(), want.end()));
+  s = f.engine->Snapshot();
+  CHECK(s.reloaded == 1);
+  CHECK(s.held_files == 39);
+  CHECK(f.cache->Snapshot().bytes == want.size());
+  CHECK(f.cache->Snapshot().bytes + s.held_bytes == s.planner.resident_bytes);
+  // Opened again, it is pushed again, and its blocks stay: the READs of
+  // that open may be under way.
+  REQUIRE(f.vfs->Open(ino, O_RDONLY).ok());
+  s = f.engine->Snapshot();
+  CHECK(s.late_pushes == 1);
+  CHECK(s.held_files == 39);
+  CHECK(f.cache->Snapshot().bytes == want.size());
+  // Its inode forgotten now, nothing is lost: it is still in the RAM cache.
+  f.vfs->Forget(ino, 1);
+  CHECK(f.engine->Snapshot().forgotten == 0);
+  CHECK(f.cache->Snapshot().bytes == want.size());
+}
+
+TEST_CASE("a pushed file whose inode the kernel forgets is fetched again", "[prefetch_engine]") {
+  Fixture f(1 << 20);
+  f.engine->Start();
+  f.WaitFetched(40);
+  auto n = f.manifest->Resolve("train/c1/i7.jpg");
+  REQUIRE(n.ok());
+  const uint64_t ino = uint64_t{*n} + 1;
+  // The kernel evicts the inode, pages and all, and says so.
+  {
+    std::lock_guard<std::mutex> lock(f.pusher.mu);
+    f.pusher.pushed.erase(ino);
+  }
+  f.vfs->Forget(ino, 1);
+  // A directory, a file outside the dataset, an unknown inode: nothing.
+  f.vfs->Forget(1, 1);
+  f.vfs->Forget(uint64_t{*f.manifest->Resolve("other.txt")} + 1, 1);
+  f.vfs->Forget(1u << 30, 1);
+  CHECK(f.engine->Snapshot().forgotten == 1);
+  f.WaitFetched(41);
+  f.engine->Stop();
+  const PrefetchStats s = f.engine->Snapshot();
+  CHECK(s.fetched == 41);
+  CHECK(s.pushes == 41);
+  CHECK(s.held_files == 40);
+  CHECK(f.pusher.Cached(ino).has_value());
+  // Another one forgotten, and the kernel does not know its inode when it
+  // is fetched again: its blocks stay in the RAM cache, and a FORGET of it
+  // now changes nothing.
+  auto m = f.manifest->Resolve("train/c0/i0.jpg");
+  REQUIRE(m.ok());
+  f.pusher.unknown.insert(uint64_t{*m} + 1);
+  f.vfs->Forget(uint64_t{*m} + 1, 1);
+  CHECK(f.engine->Snapshot().forgotten == 2);
+  f.engine->Start();
+  f.WaitFetched(42);
+  f.engine->Stop();
+  const PrefetchStats t = f.engine->Snapshot();
+  CHECK(t.push_unknown_inode == 1);
+  CHECK(t.held_files == 39);
+  CHECK(f.cache->Snapshot().bytes == f.dataset.contents.at("train/c0/i0.jpg").size());
+  f.vfs->Forget(uint64_t{*m} + 1, 1);
+  CHECK(f.engine->Snapshot().forgotten == 2);
 }
 
 TEST_CASE("opens outside the prediction are deviations and still served", "[prefetch_engine]") {
