@@ -33,6 +33,19 @@ JobSpec Job(uint32_t nodes, double start) {
                  .start_seconds = start};
 }
 
+// The cases worked by hand: two contiguous partitions homed p mod N, one
+// copying thread, partitions in turn, no RAM, SSDs at 100,000,000 B/s.
+ClairfsSpec HandSpec(uint32_t replicas) {
+  return ClairfsSpec{.partitions = 2,
+                     .placement = "contiguous",
+                     .homes_by_reader = false,
+                     .replicas = replicas,
+                     .ram_bytes = 0,
+                     .stage_threads = 1,
+                     .stage_first_use = false,
+                     .node = {.ssd = {.bandwidth = 1e8}, .link = {}}};
+}
+
 }  // namespace
 
 TEST_CASE("replicas: staging worked by hand", "[sim]") {
@@ -64,14 +77,7 @@ TEST_CASE("replicas: staging worked by hand", "[sim]") {
     INFO("replicas " << w.replicas);
     EventLoop loop;
     SharedDevice fs(&loop, DeviceSpec{.bandwidth = 1e6});
-    ClairfsSpec spec{.partitions = 2,
-                     .placement = "contiguous",
-                     .homes_by_reader = false,
-                     .replicas = w.replicas,
-                     .ram_bytes = 0,
-                     .stage_threads = 1,
-                     .stage_first_use = false,
-                     .node = {.ssd = {.bandwidth = 1e8}, .link = {}}};
+    const ClairfsSpec spec = HandSpec(w.replicas);
     auto source = ClairfsSource::Create(&loop, &fs, &bytes, *sampler, job, spec);
     REQUIRE(source.ok());
     ClairfsSource& s = **source;
@@ -107,14 +113,7 @@ TEST_CASE("replicas: a holder takes its partitions in ascending order, replicas 
     INFO("replicas " << replicas);
     EventLoop loop;
     SharedDevice fs(&loop, DeviceSpec{.bandwidth = 1e6});
-    ClairfsSpec spec{.partitions = 2,
-                     .placement = "contiguous",
-                     .homes_by_reader = false,
-                     .replicas = replicas,
-                     .ram_bytes = 0,
-                     .stage_threads = 1,
-                     .stage_first_use = false,
-                     .node = {.ssd = {.bandwidth = 1e8}, .link = {}}};
+    const ClairfsSpec spec = HandSpec(replicas);
     auto source = ClairfsSource::Create(&loop, &fs, &bytes, *sampler, job, spec);
     REQUIRE(source.ok());
     ClairfsSource& s = **source;
