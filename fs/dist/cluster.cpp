@@ -249,7 +249,13 @@ void Cluster::WriteStats(clairfs::JsonWriter& w) const {
     w.BeginObject("peers")
         .Integer("reads", c.peer_reads)
         .Integer("bytes", c.peer_bytes)
-        .Integer("failures", c.peer_failures)
+        .Integer("failures", c.peer_failures);
+    const PeerAheadCounters& a = store_->ahead_counters();
+    w.Integer("ahead_reads", a.reads)
+        .Integer("ahead_bytes", a.bytes)
+        .Integer("ahead_taken", a.taken)
+        .Integer("ahead_dropped", a.dropped)
+        .Integer("ahead_failed", a.failed)
         .EndObject();
     // Counted where the replies are made; one rank has no peers to serve.
     w.BeginObject("served_to_peers")

@@ -17,6 +17,7 @@ class DistributedPackStore::RemotePack final : public format::RandomAccessFile {
       : store_(store), p_(p), name_(store->manifest_->PackName(p) + " (remote)") {}
 
   Status ReadExact(uint64_t offset, size_t size, void* dst) const override {
+    if (FromAhead(offset, size, dst)) return Status::Ok();
     if (size <= kMaxReadBytes) {
       const auto take = [&](std::span<const char> bytes) {
         if (bytes.size() != size) return Status::Corruption(name_ + ": answer of the wrong size");
@@ -62,7 +63,33 @@ class DistributedPackStore::RemotePack final : public format::RandomAccessFile {
   }
   const std::string& name() const override { return name_; }
 
+  // Asks the first owner that is not a suspect for the range now; the read of
+  // it that follows takes the answer (FromAhead).
+  void FetchAhead(uint64_t offset, size_t size) const override {
+    if (store_->transport_ == nullptr || size > kMaxReadBytes) return;
+    for (int owner : store_->ownership_.Owners(p_)) {
+      if (owner == store_->rank_ || store_->Suspect(owner)) continue;
+      store_->ahead_.Start(owner, p_, offset, static_cast<uint32_t>(size));
+      return;
+    }
+  }
+
  private:
+  // The range from a read asked for ahead; false when there was none or its
+  // answer failed (then counted as a failure of its peer, as FromOwners does).
+  bool FromAhead(uint64_t offset, size_t size, void* dst) const {
+    const PeerAhead::Taken got = store_->ahead_.Take(p_, offset, size, dst);
+    if (!got.found) return false;
+    DistCounters& c = store_->counters_;
+    if (got.status.ok()) {
+      c.peer_reads++;
+      c.peer_bytes += size;
+      return true;
+    }
+    c.peer_failures++;
+    if (got.status.err() == ETIMEDOUT) store_->MarkSuspect(got.owner);
+    return false;
+  }
   // Asks the owners in order, skipping suspects; true once one answered and
   // `take` accepted its bytes (`bytes`: added to peer_bytes).
   bool FromOwners(const PackRead& read, const std::function<Status(std::span<const char>)>& take,
@@ -107,6 +134,7 @@ DistributedPackStore::DistributedPackStore(std::string dataset_dir,
       transport_(transport),
       stager_(stager),
       options_(options),
+      ahead_(transport, options.peer_timeout),
       readahead_(options.pack_readahead != 0
                      ? std::make_unique<PackReadahead>(options.pack_readahead)
                      : nullptr),

@@ -8,7 +8,9 @@
 // recently timed out, and falls back to the pack in the dataset directory -
 // slower, never wrong, never a hang. A read is a byte range, or a frame of a
 // framed file together with its frame table (RandomAccessFile::FetchFrame):
-// one round trip per block. Bytes travel as stored (compressed); the caller
+// one round trip per block; the frames a sequential reader will read next are
+// asked for ahead (RandomAccessFile::FetchAhead, PeerAhead), several in flight
+// at once. Bytes travel as stored (compressed); the caller
 // decodes and verifies them, so a peer cannot hand out wrong bytes unnoticed,
 // and reads them again from the dataset directory (Reread).
 //
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "fs/dist/ownership.hpp"
+#include "fs/dist/peer_ahead.hpp"
 #include "fs/dist/stager.hpp"
 #include "fs/net/transport.hpp"
 #include "fs/store/pack_store.hpp"
@@ -77,6 +80,7 @@ class DistributedPackStore final : public PackStore {
   // be waited for: then call Serve, where waiting is fine.
   std::optional<Result<std::vector<char>>> ServeIfCached(int peer, const PackRead& read);
   const DistCounters& counters() const { return counters_; }
+  const PeerAheadCounters& ahead_counters() const { return ahead_.counters(); }
   const Ownership& ownership() const { return ownership_; }
 
  private:
@@ -96,6 +100,7 @@ class DistributedPackStore final : public PackStore {
   Transport* const transport_;
   Stager* const stager_;
   const DistOptions options_;
+  PeerAhead ahead_;                                 // peers' frames asked for before their reads
   const std::unique_ptr<PackReadahead> readahead_;  // null when off; before shared_
   PosixPackStore shared_;                           // the packs in the dataset directory
   DistCounters counters_;

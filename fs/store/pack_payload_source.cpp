@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "fs/store/payload_source.hpp"
 
 namespace clairfs::fs {
@@ -70,25 +72,32 @@ void PackPayloadSource::ReadAhead(uint32_t node, const format::RandomAccessFile&
   if (frames_ahead_ == 0) return;
   const uint64_t first = offset / table.frame_size;
   const uint64_t next = (offset + n - 1) / table.frame_size + 1;
-  bool sequential = false;
+  const uint64_t end = std::min<uint64_t>(table.entries.size(), next + frames_ahead_);
+  uint64_t from_frame = next;
   {
     MutexLock lock(&mu_);
     auto it = next_frame_.find(node);
-    sequential = it != next_frame_.end() && it->second == first;
+    const bool sequential = it != next_frame_.end() && it->second.next == first;
     if (it == next_frame_.end() && next_frame_.size() >= kReadersTracked) next_frame_.clear();
-    next_frame_[node] = next;
+    Reader& reader = next_frame_[node];
+    // Frames hinted by the reader's earlier reads are not hinted again.
+    if (sequential) from_frame = std::max(next, reader.hinted_end);
+    reader.next = next;
+    reader.hinted_end = sequential ? std::max(end, reader.hinted_end) : next;
+    if (!sequential) return;
   }
-  if (!sequential || next >= table.entries.size()) return;
-  // The pack's bytes of the frames that follow: the kernel reads them in the
-  // background (a staged copy, or the dataset directory), the next READs find
-  // them in the page cache.
-  const uint64_t end = std::min<uint64_t>(table.entries.size(), next + frames_ahead_);
-  const uint64_t from = loc.offset + table.starts[next];
+  if (from_frame >= end) return;
+  // The pack's bytes of the frames that follow, one frame at a time: a staged
+  // copy or the dataset directory's pack has the kernel read them in the
+  // background, a peer's pack asks its owner for them now; the next READs find
+  // them waiting.
+  for (uint64_t i = from_frame; i < end; ++i) {
+    pack.FetchAhead(loc.offset + table.starts[i], table.entries[i].stored_size);
+  }
   const uint64_t to =
       end == table.entries.size() ? loc.offset + loc.stored_size : loc.offset + table.starts[end];
-  pack.WillNeed(from, static_cast<size_t>(to - from));
   ahead_hints_.fetch_add(1, std::memory_order_relaxed);
-  ahead_bytes_.fetch_add(to - from, std::memory_order_relaxed);
+  ahead_bytes_.fetch_add(to - (loc.offset + table.starts[from_frame]), std::memory_order_relaxed);
 }
 
 }  // namespace clairfs::fs

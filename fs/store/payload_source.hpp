@@ -7,8 +7,9 @@
 // verified, so a frame costs one read from then on (for a peer's pack: one
 // round trip, and the first frame brings the table along). A framed file read
 // frame after frame has the pack's next frames_ahead frames read ahead
-// (RandomAccessFile::WillNeed: the kernel reads a local or dataset-directory
-// pack into its page cache in the background; a peer's pack ignores it).
+// (RandomAccessFile::FetchAhead, frame by frame: the kernel reads a local or
+// dataset-directory pack into its page cache in the background; a peer's pack
+// asks its owner for them at once, PeerAhead).
 // Implementations are thread-safe.
 #pragma once
 
@@ -53,7 +54,8 @@ class PackPayloadSource final : public PayloadSource {
         table_cache_bytes_(table_cache_bytes),
         frames_ahead_(frames_ahead) {}
   Result<size_t> Read(uint32_t node, uint64_t offset, size_t length, char* dst) override;
-  // Read-ahead hints given, and the pack bytes they named.
+  // Read-ahead hints given (reads that asked for frames ahead), and the pack
+  // bytes of the frames they asked for, each frame once per pass.
   uint64_t ahead_hints() const { return ahead_hints_.load(std::memory_order_relaxed); }
   uint64_t ahead_bytes() const { return ahead_bytes_.load(std::memory_order_relaxed); }
 
@@ -78,7 +80,11 @@ class PackPayloadSource final : public PayloadSource {
   std::unordered_map<uint32_t, std::shared_ptr<const format::FrameTable>> tables_
       CLAIRFS_GUARDED_BY(mu_);
   std::deque<uint32_t> table_order_ CLAIRFS_GUARDED_BY(mu_);  // nodes of tables_, oldest first
-  std::unordered_map<uint32_t, uint64_t> next_frame_ CLAIRFS_GUARDED_BY(mu_);  // by node
+  struct Reader {
+    uint64_t next = 0;        // the frame after the file's last read
+    uint64_t hinted_end = 0;  // frames before it were hinted already
+  };
+  std::unordered_map<uint32_t, Reader> next_frame_ CLAIRFS_GUARDED_BY(mu_);  // by node
   std::atomic<uint64_t> ahead_hints_{0}, ahead_bytes_{0};
   size_t table_bytes_ CLAIRFS_GUARDED_BY(mu_) = 0;
 };

@@ -23,6 +23,11 @@ class RandomAccessFile {
   // A hint that [offset, offset + size) will be read soon; may start reading
   // it in the background. Never fails; the default does nothing.
   virtual void WillNeed(uint64_t offset, size_t size) const {}
+  // A stronger hint: a reader moving through a file in order will read
+  // [offset, offset + size) next (one frame of a framed payload). A file whose
+  // reads are round trips (a peer's pack) asks for it now and keeps the
+  // answer for that read; the default is WillNeed.
+  virtual void FetchAhead(uint64_t offset, size_t size) const { WillNeed(offset, size); }
   // Reads exactly `size` bytes at `offset` into `dst` only if that needs no
   // wait for a device (all of them in the page cache); false otherwise, and
   // then `dst` holds anything. Errors are false too: ReadExact reports them.

@@ -28,7 +28,10 @@ namespace clairfs::fs::testing {
 namespace stdfs = std::filesystem;
 
 struct Dataset {
-  Dataset(uint32_t partitions, uint32_t replicas) {
+  // 60 files of 1,000-21,000 bytes in 4 classes, framed at 8 KiB, and
+  // `large` more of kLargeFrames frames each ("big/fN").
+  static constexpr uint64_t kLargeFrames = 40;
+  Dataset(uint32_t partitions, uint32_t replicas, int large = 0) {
     std::string t = (stdfs::temp_directory_path() / "clairfs-dist-test.XXXXXX").string();
     root = ::mkdtemp(t.data());
     std::mt19937 rng(7);
@@ -37,6 +40,15 @@ struct Dataset {
       for (auto& ch : data) ch = static_cast<char>(i % 3 ? rng() : 'a' + i % 7);
       const std::string rel = "c" + std::to_string(i % 4) + "/f" + std::to_string(i);
       stdfs::create_directories(stdfs::path(root + "/src/" + rel).parent_path());
+      std::ofstream(root + "/src/" + rel, std::ios::binary) << data;
+      files.emplace_back(rel, data);
+    }
+    std::mt19937 large_rng(11);
+    for (int i = 0; i < large; ++i) {
+      std::string data(kLargeFrames * 8192 - 100, '\0');
+      for (auto& ch : data) ch = static_cast<char>(large_rng() % 4 ? large_rng() : 'x');
+      const std::string rel = "big/f" + std::to_string(i);
+      stdfs::create_directories(root + "/src/big");
       std::ofstream(root + "/src/" + rel, std::ios::binary) << data;
       files.emplace_back(rel, data);
     }

@@ -1,5 +1,6 @@
 // Peers' frame reads over the loopback transport: one round trip per frame,
-// frame tables fetched once and kept within their budget, damaged answers and
+// the next frames of a sequential reader asked for ahead, frame tables fetched
+// once and kept within their budget, damaged answers and
 // dead peers falling back to the dataset's pack, malformed requests refused.
 #include <catch2/catch.hpp>
 #include <cstring>
@@ -84,6 +85,103 @@ TEST_CASE("a framed file from a peer: one round trip per frame, its table fetche
   // The owner had its pack open and cached by then: small frames went out at
   // once, with no server thread.
   CHECK(ranks.transports[1]->counters()->served_at_once > 0);
+}
+
+// The large files of FramedOnRank1.
+std::vector<std::pair<uint32_t, std::string>> LargeOnRank1(const Dataset& d) {
+  auto nodes = FramedOnRank1(d);
+  std::erase_if(nodes, [](const auto& n) { return n.second.size() < 100000; });
+  return nodes;
+}
+
+TEST_CASE("a peer's file read frame after frame has its next frames asked for ahead", "[dist]") {
+  Dataset d(4, 1, 4);
+  Ranks ranks(d, 2);
+  const auto nodes = LargeOnRank1(d);
+  REQUIRE(!nodes.empty());
+  const auto& [node, data] = nodes[0];
+  const uint64_t fs = d.manifest->header().frame_size;
+  const uint64_t frames = (data.size() + fs - 1) / fs;
+  REQUIRE(frames == Dataset::kLargeFrames);
+  PackPayloadSource source(d.manifest, ranks.stores[0].get());  // 4 frames ahead
+  const PeerAheadCounters& ahead = ranks.stores[0]->ahead_counters();
+  const EndpointCounters& sent = *ranks.transports[0]->counters();
+  const DistCounters& reader = ranks.stores[0]->counters();
+  std::vector<char> got(fs);
+  // Frame 0 brings the table; frame 1 follows it, so frames 2-5 are asked for
+  // at once: four reads in flight before the reader wants the first of them.
+  REQUIRE(source.Read(node, 0, fs, got.data()).ok());
+  CHECK(ahead.reads == 0);
+  REQUIRE(source.Read(node, fs, fs, got.data()).ok());
+  CHECK(ahead.reads == 4);
+  CHECK(std::memcmp(got.data(), data.data() + fs, fs) == 0);
+  // The rest of the file: every frame from a read asked for ahead, each asked
+  // for once, every byte right.
+  for (uint64_t f = 2; f < frames; ++f) {
+    const uint64_t off = f * fs;
+    auto n = source.Read(node, off, fs, got.data());
+    REQUIRE(n.ok());
+    REQUIRE(*n == std::min<uint64_t>(fs, data.size() - off));
+    REQUIRE(std::memcmp(got.data(), data.data() + off, *n) == 0);
+  }
+  CHECK(ahead.reads == frames - 2);
+  CHECK(ahead.taken == frames - 2);
+  CHECK(ahead.dropped == 0);
+  CHECK(ahead.failed == 0);
+  CHECK(sent.reads_sent == frames);  // nothing asked twice, nothing past the end
+  CHECK(reader.peer_bytes == d.manifest->node(node).stored_size);
+  // Hints given by the reads of frames 1 to 35: the last ones had nothing new to ask.
+  CHECK(source.ahead_hints() == frames - 1 - PackPayloadSource::kFramesAhead);
+
+  SECTION("a reader that jumps asks for nothing ahead") {
+    const uint64_t reads0 = ahead.reads;
+    for (uint64_t f = 0; f < frames; f += 2) {  // 0, 2, 4, ... then 1, 3, 5, ...
+      REQUIRE(source.Read(node, f * fs, fs, got.data()).ok());
+    }
+    for (uint64_t f = 1; f < frames; f += 2) {
+      REQUIRE(source.Read(node, f * fs, fs, got.data()).ok());
+      REQUIRE(std::memcmp(got.data(), data.data() + f * fs,
+                          std::min<uint64_t>(fs, data.size() - f * fs)) == 0);
+    }
+    CHECK(ahead.reads == reads0);
+  }
+  SECTION("frames_ahead 0 asks for nothing ahead") {
+    PackPayloadSource off(d.manifest, ranks.stores[0].get(), PackPayloadSource::kTableCacheBytes,
+                          0);
+    const uint64_t reads0 = ahead.reads;
+    CHECK(ReadByFrames(d, &off, node, data) == "");
+    CHECK(ahead.reads == reads0);
+  }
+}
+
+TEST_CASE("frames asked of a peer that dies on the way are read from the dataset's pack",
+          "[dist]") {
+  Dataset d(4, 1, 4);
+  DistOptions opt;
+  opt.peer_timeout = 100ms;
+  Ranks ranks(d, 2, opt);
+  const auto nodes = LargeOnRank1(d);
+  REQUIRE(!nodes.empty());
+  const auto& [node, data] = nodes[0];
+  const uint64_t fs = d.manifest->header().frame_size;
+  PackPayloadSource source(d.manifest, ranks.stores[0].get());
+  std::vector<char> got(fs);
+  REQUIRE(source.Read(node, 0, fs, got.data()).ok());
+  ranks.fabric->SetDelay(20ms);  // the reads asked for ahead are still on their way...
+  REQUIRE(source.Read(node, fs, fs, got.data()).ok());
+  ranks.fabric->SetDead(1, true);  // ...when their owner dies
+  for (uint64_t off = 2 * fs; off < data.size(); off += fs) {
+    auto n = source.Read(node, off, fs, got.data());
+    REQUIRE(n.ok());
+    REQUIRE(std::memcmp(got.data(), data.data() + off, *n) == 0);
+  }
+  const PeerAheadCounters& ahead = ranks.stores[0]->ahead_counters();
+  const DistCounters& c = ranks.stores[0]->counters();
+  CHECK(ahead.reads == 4);   // then rank 1 is a suspect: nothing more asked of it
+  CHECK(ahead.failed >= 1);  // the ones a reader waited for, timed out
+  CHECK(ahead.taken == 0);
+  CHECK(c.peer_failures >= 1);
+  CHECK(c.fallback_reads >= Dataset::kLargeFrames - 2);
 }
 
 TEST_CASE("frame tables are kept within their budget, the oldest dropped first", "[dist]") {
