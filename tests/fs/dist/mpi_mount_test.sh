@@ -45,6 +45,18 @@ for r in 0 1 2 3; do
   [[ $peers -gt 0 && $served -gt 0 ]] && pass "rank $r read $peers times from peers, served $served" \
     || fail "rank $r peers=$peers served=$served"
 done
+# diff -r read the large framed files of other ranks frame after frame: their
+# next frames were asked for ahead and taken by the reads (the bytes checked
+# by diff -r above), none failed.
+$PY - "$T"/stats{0,1,2,3}.json <<'PY' && pass "peers' large files read with frames asked for ahead" || fail "frames ahead"
+import json, sys
+peers = [json.load(open(p))["cluster"]["peers"] for p in sys.argv[1:]]
+taken = sum(p["ahead_taken"] for p in peers)
+print("  frames asked ahead %d, taken %d, dropped %d, failed %d"
+      % (sum(p["ahead_reads"] for p in peers), taken, sum(p["ahead_dropped"] for p in peers),
+         sum(p["ahead_failed"] for p in peers)))
+sys.exit(0 if taken > 0 and all(p["ahead_failed"] == 0 and p["ahead_taken"] <= p["reads"] for p in peers) else 1)
+PY
 sleep 1  # staging is small; let it finish
 for r in 0 1 2 3; do
   want="part-0000$r part-0000$((r + 4)) part-bcast"
