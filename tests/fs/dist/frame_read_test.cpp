@@ -158,7 +158,7 @@ TEST_CASE("frames asked of a peer that dies on the way are read from the dataset
           "[dist]") {
   Dataset d(4, 1, 4);
   DistOptions opt;
-  opt.peer_timeout = 100ms;
+  opt.peer_timeout = 300ms;
   Ranks ranks(d, 2, opt);
   const auto nodes = LargeOnRank1(d);
   REQUIRE(!nodes.empty());
@@ -167,7 +167,7 @@ TEST_CASE("frames asked of a peer that dies on the way are read from the dataset
   PackPayloadSource source(d.manifest, ranks.stores[0].get());
   std::vector<char> got(fs);
   REQUIRE(source.Read(node, 0, fs, got.data()).ok());
-  ranks.fabric->SetDelay(20ms);  // the reads asked for ahead are still on their way...
+  ranks.fabric->SetDelay(40ms);  // the reads asked for ahead are still on their way...
   REQUIRE(source.Read(node, fs, fs, got.data()).ok());
   ranks.fabric->SetDead(1, true);  // ...when their owner dies
   for (uint64_t off = 2 * fs; off < data.size(); off += fs) {
