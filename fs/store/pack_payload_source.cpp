@@ -72,19 +72,26 @@ void PackPayloadSource::ReadAhead(uint32_t node, const format::RandomAccessFile&
   if (frames_ahead_ == 0) return;
   const uint64_t first = offset / table.frame_size;
   const uint64_t next = (offset + n - 1) / table.frame_size + 1;
-  const uint64_t end = std::min<uint64_t>(table.entries.size(), next + frames_ahead_);
-  uint64_t from_frame = next;
+  uint64_t from_frame = 0, end = 0;
   {
     MutexLock lock(&mu_);
     auto it = next_frame_.find(node);
-    const bool sequential = it != next_frame_.end() && it->second.next == first;
+    // In order: the read begins where the file's reads have got to, or a few
+    // frames before (READs of one reader answered out of order by the pool's
+    // threads), or among the frames hinted already.
+    const bool in_order = it != next_frame_.end() && first + frames_ahead_ >= it->second.next &&
+                          first <= std::max(it->second.next, it->second.hinted_end);
     if (it == next_frame_.end() && next_frame_.size() >= kReadersTracked) next_frame_.clear();
     Reader& reader = next_frame_[node];
+    if (!in_order) {
+      reader.next = reader.hinted_end = next;
+      return;
+    }
+    reader.next = std::max(reader.next, next);
+    end = std::min<uint64_t>(table.entries.size(), reader.next + frames_ahead_);
     // Frames hinted by the reader's earlier reads are not hinted again.
-    if (sequential) from_frame = std::max(next, reader.hinted_end);
-    reader.next = next;
-    reader.hinted_end = sequential ? std::max(end, reader.hinted_end) : next;
-    if (!sequential) return;
+    from_frame = std::max(reader.next, reader.hinted_end);
+    reader.hinted_end = std::max(end, reader.hinted_end);
   }
   if (from_frame >= end) return;
   // The pack's bytes of the frames that follow, one frame at a time: a staged

@@ -63,8 +63,9 @@ class PackPayloadSource final : public PayloadSource {
   static constexpr size_t kReadersTracked = 4096;  // files whose next frame is remembered
 
  private:
-  // After a read of [offset, offset + n) of framed `node`: when it began at
-  // the frame the previous read of the file ended before, hints the next frames.
+  // After a read of [offset, offset + n) of framed `node`: when it continues
+  // the file's earlier reads (it begins at the frame they reached, or at most
+  // frames_ahead before it), hints the next frames not hinted yet.
   void ReadAhead(uint32_t node, const format::RandomAccessFile& pack,
                  const format::PayloadLocation& loc, const format::FrameTable& table,
                  uint64_t offset, size_t n) CLAIRFS_EXCLUDES(mu_);

@@ -154,6 +154,31 @@ TEST_CASE("a peer's file read frame after frame has its next frames asked for ah
   }
 }
 
+TEST_CASE("a reader's frames answered out of order keep the frames ahead coming", "[dist]") {
+  Dataset d(4, 1, 4);
+  Ranks ranks(d, 2);
+  const auto nodes = LargeOnRank1(d);
+  REQUIRE(!nodes.empty());
+  const auto& [node, data] = nodes[0];
+  const uint64_t fs = d.manifest->header().frame_size;
+  const uint64_t frames = Dataset::kLargeFrames;
+  PackPayloadSource source(d.manifest, ranks.stores[0].get());
+  const PeerAheadCounters& ahead = ranks.stores[0]->ahead_counters();
+  // Two READs of one reader in flight at once, the later one answered first:
+  // frames 0, 1, then 3, 2, 5, 4, ... 39, 38.
+  std::vector<uint64_t> order{0, 1};
+  for (uint64_t f = 2; f + 1 < frames; f += 2) order.insert(order.end(), {f + 1, f});
+  std::vector<char> got(fs);
+  for (uint64_t f : order) {
+    auto n = source.Read(node, f * fs, fs, got.data());
+    REQUIRE(n.ok());
+    REQUIRE(std::memcmp(got.data(), data.data() + f * fs, *n) == 0);
+  }
+  CHECK(ahead.taken == frames - 2);  // every frame after the first two came ahead
+  CHECK(ahead.reads == frames - 2);
+  CHECK(ranks.transports[0]->counters()->reads_sent == frames);
+}
+
 TEST_CASE("frames asked of a peer that dies on the way are read from the dataset's pack",
           "[dist]") {
   Dataset d(4, 1, 4);
