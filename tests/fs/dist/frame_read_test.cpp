@@ -87,24 +87,36 @@ TEST_CASE("a framed file from a peer: one round trip per frame, its table fetche
   CHECK(ranks.transports[1]->counters()->served_at_once > 0);
 }
 
-// The large files of FramedOnRank1.
-std::vector<std::pair<uint32_t, std::string>> LargeOnRank1(const Dataset& d) {
-  auto nodes = FramedOnRank1(d);
-  std::erase_if(nodes, [](const auto& n) { return n.second.size() < 100000; });
-  return nodes;
-}
+// Two ranks over a dataset with large files, and one of those (Dataset::
+// kLargeFrames frames) that only rank 1 holds, read on rank 0 through `source`
+// (frames_ahead as given).
+struct LargeOnRank1 {
+  explicit LargeOnRank1(DistOptions opt = {},
+                        uint64_t frames_ahead = PackPayloadSource::kFramesAhead)
+      : d(4, 1, 4),
+        ranks(d, 2, opt),
+        source(d.manifest, ranks.stores[0].get(), PackPayloadSource::kTableCacheBytes,
+               frames_ahead) {
+    for (auto& [n, bytes] : FramedOnRank1(d)) {
+      if (bytes.size() >= 100000) node = n, data = bytes;
+    }
+    REQUIRE(!data.empty());
+  }
+  const PeerAheadCounters& ahead() const { return ranks.stores[0]->ahead_counters(); }
+  Dataset d;
+  Ranks ranks;
+  PackPayloadSource source;
+  uint32_t node = 0;
+  std::string data;
+  const uint64_t fs = d.manifest->header().frame_size;
+};
 
 TEST_CASE("a peer's file read frame after frame has its next frames asked for ahead", "[dist]") {
-  Dataset d(4, 1, 4);
-  Ranks ranks(d, 2);
-  const auto nodes = LargeOnRank1(d);
-  REQUIRE(!nodes.empty());
-  const auto& [node, data] = nodes[0];
-  const uint64_t fs = d.manifest->header().frame_size;
+  LargeOnRank1 t;  // 4 frames ahead
+  auto& [d, ranks, source, node, data, fs] = t;
   const uint64_t frames = (data.size() + fs - 1) / fs;
   REQUIRE(frames == Dataset::kLargeFrames);
-  PackPayloadSource source(d.manifest, ranks.stores[0].get());  // 4 frames ahead
-  const PeerAheadCounters& ahead = ranks.stores[0]->ahead_counters();
+  const PeerAheadCounters& ahead = t.ahead();
   const EndpointCounters& sent = *ranks.transports[0]->counters();
   const DistCounters& reader = ranks.stores[0]->counters();
   std::vector<char> got(fs);
@@ -146,24 +158,17 @@ TEST_CASE("a peer's file read frame after frame has its next frames asked for ah
     CHECK(ahead.reads == reads0);
   }
   SECTION("frames_ahead 0 asks for nothing ahead") {
-    PackPayloadSource off(d.manifest, ranks.stores[0].get(), PackPayloadSource::kTableCacheBytes,
-                          0);
-    const uint64_t reads0 = ahead.reads;
-    CHECK(ReadByFrames(d, &off, node, data) == "");
-    CHECK(ahead.reads == reads0);
+    LargeOnRank1 off({}, 0);
+    CHECK(ReadByFrames(off.d, &off.source, off.node, off.data) == "");
+    CHECK(off.ahead().reads == 0);
   }
 }
 
 TEST_CASE("a reader's frames answered out of order keep the frames ahead coming", "[dist]") {
-  Dataset d(4, 1, 4);
-  Ranks ranks(d, 2);
-  const auto nodes = LargeOnRank1(d);
-  REQUIRE(!nodes.empty());
-  const auto& [node, data] = nodes[0];
-  const uint64_t fs = d.manifest->header().frame_size;
+  LargeOnRank1 t;
+  auto& [d, ranks, source, node, data, fs] = t;
   const uint64_t frames = Dataset::kLargeFrames;
-  PackPayloadSource source(d.manifest, ranks.stores[0].get());
-  const PeerAheadCounters& ahead = ranks.stores[0]->ahead_counters();
+  const PeerAheadCounters& ahead = t.ahead();
   // Two READs of one reader in flight at once, the later one answered first:
   // frames 0, 1, then 3, 2, 5, 4, ... 39, 38.
   std::vector<uint64_t> order{0, 1};
@@ -181,15 +186,10 @@ TEST_CASE("a reader's frames answered out of order keep the frames ahead coming"
 
 TEST_CASE("frames asked of a peer that dies on the way are read from the dataset's pack",
           "[dist]") {
-  Dataset d(4, 1, 4);
   DistOptions opt;
   opt.peer_timeout = 300ms;
-  Ranks ranks(d, 2, opt);
-  const auto nodes = LargeOnRank1(d);
-  REQUIRE(!nodes.empty());
-  const auto& [node, data] = nodes[0];
-  const uint64_t fs = d.manifest->header().frame_size;
-  PackPayloadSource source(d.manifest, ranks.stores[0].get());
+  LargeOnRank1 t(opt);
+  auto& [d, ranks, source, node, data, fs] = t;
   std::vector<char> got(fs);
   REQUIRE(source.Read(node, 0, fs, got.data()).ok());
   ranks.fabric->SetDelay(40ms);  // the reads asked for ahead are still on their way...
