@@ -28,8 +28,10 @@
 #        scripts/bench/dlio.sh --setup      (only build the DLIO venv)
 # --variant adds a clairfs way NAME (rows "clairfs-NAME") whose daemons get OPTIONS
 # too (e.g. --variant noyield="--stage-yield-ms 0"; OPTIONS beginning with bin=DIR run
-# DIR/clairfsd instead, e.g. another build's), run in the same repeats right
-# after the clairfs row; --ways leaves out local or direct.
+# DIR/clairfsd instead, e.g. another build's; OPTIONS beginning with placement=P,
+# bin=DIR being first if both are given, serve packs of the same dataset made with
+# clairfs-partition --placement P, e.g. --variant contig=placement=contiguous), run
+# in the same repeats right after the clairfs row; --ways leaves out local or direct.
 # Sizes: 8,192 files of 256 KiB and 64 of 32 MiB (about 25 min here); --quick: 512 of
 # 256 KiB and 16 of 8 MiB (about 4 min).
 # Environment: DLIO_VENV (default .venvs/dlio), RAM_CACHE (the daemons' ram_cache,
@@ -129,7 +131,16 @@ for s in "${setlist[@]}"; do
 done
 source "$repo/scripts/bench/throttle.sh"
 # Checkpoints: 2 ranks x epochs x MIB in each of direct and clairfs's persist.
-bench_workspace dlio $(((total * 23 / 10 + 4 * epochs * (ckpt_mib << 20)) / (1 << 30) + 2)) "$mbps" "$iops"  # exits 77 when not root / no blkio
+# The placements the variants name, each one more set of packs on the stand-in.
+placements=("$placement")
+for v in "${variants[@]}"; do
+  o=${v#*=}; [[ $o == bin=* ]] && { o=${o#bin=*[[:space:]]}; [[ $o == bin=* ]] && o=""; }
+  if [[ $o == placement=* ]]; then
+    p=${o#placement=}; p=${p%%[[:space:]]*}
+    [[ " ${placements[*]} " == *" $p "* ]] || placements+=("$p")
+  fi
+done
+bench_workspace dlio $(((total * (13 + 10 * ${#placements[@]}) / 10 + 4 * epochs * (ckpt_mib << 20)) / (1 << 30) + 2)) "$mbps" "$iops"  # exits 77 when not root / no blkio
 if ((ckpt_mib)); then
   pfs_throttle_writes
   if ((sync)); then mount -o remount,sync "$PFS_MNT"; PFS_DESC+=", mounted sync"; fi
@@ -237,7 +248,12 @@ for s in "${setlist[@]}"; do
     ++workload.workflow.generate_data=True ++workload.workflow.train=False
   cp -r "$W/local/$s" "$PFS_MNT/$s"
   # --placement contiguous: partitions are runs of the sorted list, as DLIO's halves are.
-  "$BIN/clairfs-partition" pack "$PFS_MNT/$s" "$PFS_MNT/$s.clairfs" --partitions 8 --placement "$placement" >/dev/null
+  # Packs of another placement than --placement's (a variant's) are $s-P.clairfs.
+  for p in "${placements[@]}"; do
+    pack=$PFS_MNT/$s.clairfs; [[ $p == "$placement" ]] || pack=$PFS_MNT/$s-$p.clairfs
+    "$BIN/clairfs-partition" pack "$PFS_MNT/$s" "$pack" --partitions 8 --placement "$p" >/dev/null ||
+      fail "clairfs-partition --placement $p failed"
+  done
   write_order "$s" >"$W/order-$s.txt"
   daemon_config "$s" >"$W/clairfs-$s.yaml"
   du -sb "$W/local/$s" | cut -f1 >"$W/bytes-$s"
@@ -245,10 +261,16 @@ done
 sync
 pfs_enter  # from here on every read of the stand-in is throttled
 
-run_clairfs() {  # run_clairfs NAME SET [bin=DIR] [OPTION...]: OPTIONs go to clairfsd (DIR's)
-  local name=$1 set=$2 out=$W/out/$1 daemon=$BIN/clairfsd
+# run_clairfs NAME SET [bin=DIR] [placement=P] [OPTION...]: OPTIONs go to clairfsd
+# (DIR's), serving the packs made with placement P (default --placement's).
+run_clairfs() {
+  local name=$1 set=$2 out=$W/out/$1 daemon=$BIN/clairfsd pack=$PFS_MNT/$2.clairfs
   shift 2
   if [[ ${1:-} == bin=* ]]; then daemon=${1#bin=}/clairfsd; shift; fi
+  if [[ ${1:-} == placement=* ]]; then
+    [[ ${1#placement=} == "$placement" ]] || pack=$PFS_MNT/$set-${1#placement=}.clairfs
+    shift
+  fi
   [[ -x $daemon ]] || fail "no clairfsd at $daemon"
   rm -rf "$W/ssd0" "$W/ssd1"; mkdir -p "$out"  # every run stages from the stand-in again
   drop_caches
@@ -256,7 +278,7 @@ run_clairfs() {  # run_clairfs NAME SET [bin=DIR] [OPTION...]: OPTIONs go to cla
   local writes=()
   ((ckpt_mib)) && writes=(--writes-dir out --writes-local "$W/wl-$name-{rank}" --writes-persist "$PFS_MNT/persist-$name")
   # shellcheck disable=SC2086  # CLAIRFSD_ARGS: more options, split at spaces
-  "$MPIEXEC" -n 2 "$daemon" --config "$W/clairfs-$set.yaml" --dataset "$PFS_MNT/$set.clairfs" \
+  "$MPIEXEC" -n 2 "$daemon" --config "$W/clairfs-$set.yaml" --dataset "$pack" \
     --mount "$W/mnt{rank}" --local-dir "$W/ssd{rank}" "${writes[@]}" ${CLAIRFSD_ARGS:-} "$@" >"$out/daemons.log" 2>&1 &
   launcher=$!
   "$BIN/clairfs-wait" "$W/mnt0" "$W/mnt1" --quiet --timeout 120 || { tail -n 20 "$out/daemons.log" >&2; exit 1; }
@@ -329,7 +351,7 @@ for s in sets:
           "prefetch.stall_ns, node 0 + 1 (s) |" + (" checkpoint saves, rank 0 (s) | daemons' stop, "
           "drain included (s) |" if ckpt else ""))
     print("| --- " * (9 if ckpt else 7) + "|")
-    first, upto, saves, cpu_lines = {}, {}, {}, []
+    first, upto, saves, cpu_lines, place_lines = {}, {}, {}, [], []
     for r in range(1, repeats + 1):
         for c in ways:
             o = "%s/out/%s.%s.%d" % (w, s, c, r)
@@ -354,6 +376,12 @@ for s in sets:
                     sum(x.get("yield_seconds", 0) for x in sg))
                 stall = " + ".join("%.2f" % (x.get("prefetch", {}).get("stall_ns", 0) / 1e9) for x in st)
                 cpu_lines.append("%s %d: %s" % (c, r, "; ".join(cpu_of(i, x) for i, x in enumerate(st))))
+                pl = st[0]["cluster"].get("placement", {})
+                place_lines.append("%s %d: by reader %s, %d partitions moved, first epoch's reads of "
+                                   "peers' packs %.0f MiB (%.0f MiB as packed)" % (
+                                       c, r, "yes" if pl.get("by_reader") else "no", pl.get("moved", 0),
+                                       pl.get("first_epoch_peer_bytes", 0) / 2**20,
+                                       pl.get("default_first_epoch_peer_bytes", 0) / 2**20))
             row = "| %s %d | %s | %s | %s | %s | %s | %s |" % (c, r, head, times, au, pfs, src, stall)
             if ckpt:
                 took = [float(ep[k][b]["duration"]) for k in sorted(ep, key=int) for b in ep[k]
@@ -367,6 +395,10 @@ for s in sets:
     if cpu_lines:
         print("\nthe daemons' CPU seconds over the run (stats.json `cpu`: user + system, by thread):")
         for line in cpu_lines:
+            print("- " + line)
+    if place_lines:
+        print("\nplacement (stats.json `cluster.placement`, node 0's):")
+        for line in place_lines:
             print("- " + line)
     span = lambda d: ", ".join("%s %.1f-%.1f s" % (c, min(v), max(v)) for c, v in d.items())
     print("\nfirst epoch over the repeats: %s; start to the end of epoch 1: %s" % (span(first), span(upto)))
