@@ -83,6 +83,20 @@ gone() {  # gone JOB SECONDS: true once the job has left squeue
   done
   return 1
 }
+# finished JOB: waits for the job to end (polling every 0.2 s; `sbatch --wait`
+# polls ever more slowly, up to every 10 s) and returns its exit status, as
+# `sbatch --wait` does (MinJobAge keeps the ended job in scontrol for 300 s).
+finished() {
+  local i info
+  for ((i = 0; i < 3000; i++)); do
+    info=$(scontrol -o show job "$1" 2>/dev/null)
+    [[ $info =~ JobState=(PENDING|RUNNING|CONFIGURING|COMPLETING|SUSPENDED) ]] || break
+    sleep 0.2
+  done
+  [[ $info =~ " ExitCode="([0-9]+):([0-9]+) ]] || { echo "no exit code for job $1: $info" >&2; return 1; }
+  ((BASH_REMATCH[2] == 0)) && return "${BASH_REMATCH[1]}"
+  return $((128 + BASH_REMATCH[2]))
+}
 # submit DIR [sbatch options]: the template with the paths in the environment.
 submit() {
   local d=$1; shift
@@ -95,8 +109,8 @@ submit() {
 # --- 1. a training job, end to end.
 before0=$(sent_by 0) before1=$(sent_by 1)
 job=$(TRAIN_ARGS="--epochs 2 --workers 1 --batch-size 8 --seed 3 --sample-log $T/j1/samples --report $T/j1/report.json" \
-  submit "$T/j1" --wait --time=5)
-rc=$?
+  submit "$T/j1" --time=5)
+finished "$job"; rc=$?
 [[ $rc -eq 0 ]] && pass "job $job: exit 0" || { fail "job exit $rc"; cat "$T/j1/job.out"; tail -n 20 "$T"/j1/clairfs-*/*.log; }
 grep -q "clairfs-run: 2 daemon(s) serve /tmp/clairfs-$job/mnt" "$T/j1/job.out" && pass "both daemons served the mount" \
   || { fail "daemons not reported ready"; cat "$T/j1/job.out"; }
@@ -163,8 +177,8 @@ fi
 
 # --- 3. a training step that fails: its status (srun's: the highest of its
 # tasks, 2 from argparse or 143 for a rank ended by --kill-on-bad-exit) is the job's.
-job=$(TRAIN_ARGS="--epochs 1 --no-such-option" submit "$T/j3" --wait --time=5)
-rc=$?
+job=$(TRAIN_ARGS="--epochs 1 --no-such-option" submit "$T/j3" --time=5)
+finished "$job"; rc=$?
 said=$(sed -n 's/.*the command failed (exit status \([0-9]*\)); the daemons were stopped, their logs kept in .*/\1/p' "$T/j3/job.out")
 [[ -n $said && $rc -eq $said && $rc -ne 0 ]] && pass "failing training step: job exit $rc, the training step's" \
   || { fail "job exit $rc, training step's '$said'"; cat "$T/j3/job.out"; }
@@ -186,8 +200,8 @@ grep -q "DUE TO TIME LIMIT" "$T/j4/job.out" && fail "the job reached its time li
 [[ -z $(left_behind) ]] && pass "time limit: nothing left" || fail "left behind: $(left_behind)"
 
 # --- 5. the daemons through MPICH's own launcher (mpiexec -launcher slurm).
-job=$(CLAIRFS_LAUNCHER=mpiexec TRAIN_ARGS="--epochs 1 --workers 1 --batch-size 8" submit "$T/j5" --wait --time=5)
-rc=$?
+job=$(CLAIRFS_LAUNCHER=mpiexec TRAIN_ARGS="--epochs 1 --workers 1 --batch-size 8" submit "$T/j5" --time=5)
+finished "$job"; rc=$?
 [[ $rc -eq 0 ]] && pass "CLAIRFS_LAUNCHER=mpiexec: job exit 0" || { fail "mpiexec job exit $rc"; cat "$T/j5/job.out"; }
 for i in 0 1; do
   f=$T/j5/clairfs-$job/stats-node$i.json
@@ -203,11 +217,11 @@ HVD_PY=${CLAIRFS_VENVS:-$SRC/.venvs}/tf-keras2/bin/python
 if [[ -x $HVD_PY ]]; then
   mkdir -p "$T/j6"
   job=$(sbatch --parsable --chdir="$T/j6" --output="$T/j6/job.out" --nodes=2 --ntasks-per-node=1 \
-    --cpus-per-task=2 --time=10 --wait --wrap "TF_CPP_MIN_LOG_LEVEL=2 '$BIN/clairfs-run' \
+    --cpus-per-task=2 --time=10 --wrap "TF_CPP_MIN_LOG_LEVEL=2 '$BIN/clairfs-run' \
       --dataset '$T/packed' --mount /tmp/clairfs-hvd/mnt -- env UCX_TLS=sm,self srun --mpi=pmi2 '$HVD_PY' \
       '$SRC/scripts/keras/train_dataset.py' /tmp/clairfs-hvd/mnt/train --epochs 1 --batch-size 8 \
       --image-size 32 --report '$T/j6/report.json' --sample-log '$T/j6/samples'")
-  rc=$?
+  finished "$job"; rc=$?
   [[ $rc -eq 0 && $(json "$T/j6/report.json" 'd["ranks"]') -eq 2 ]] \
     && pass "Horovod under srun: job exit 0, hvd.size() 2, $(json "$T/j6/report.json" 'len(d["epochs"])') epoch" \
     || { fail "Horovod job exit $rc"; tail -n 30 "$T/j6/job.out"; }
