@@ -325,31 +325,7 @@ int main(int argc, char** argv) {
                      prefetch_error.ToString());
   }
   if (planner) {
-    if (job->missing_files > 0) {
-      clairfs::Log(clairfs::LogLevel::kWarn,
-                   "prefetch: " + std::to_string(job->missing_files) + " of " +
-                       std::to_string(job->order->dataset().size()) +
-                       " predicted files are not in the dataset (first: " + job->first_missing +
-                       "); their opens cannot be prepared");
-    }
-    if (!job->config.enabled) {
-      clairfs::Log(clairfs::LogLevel::kWarn,
-                   "prefetch: none of the job's " + std::to_string(config.prefetch_world_size) +
-                       " training processes runs on node " + std::to_string(job->node) +
-                       " (prefetch_world_size, prefetch_ranks_per_node): nothing is "
-                       "predicted here");
-    }
-    std::string ranks;
-    for (uint64_t r : job->config.local_ranks)
-      ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
-    clairfs::Log(
-        clairfs::LogLevel::kInfo,
-        "prefetch: " + config.prefetch_sampler + " over " +
-            std::to_string(job->order->dataset().size()) + " files, node " +
-            std::to_string(job->node) +
-            (job->shared_stream ? ", local readers of one shared stream [" : ", local ranks [") +
-            ranks + "], budget " + std::to_string(job->config.budget_bytes) + " bytes" +
-            (planner->batch_mode() ? "; batch mode (the batch order is unknowable)" : ""));
+    fs::LogPrefetchJob(config, *job, planner->batch_mode());
     fs::PrefetchEngineOptions eo = config.prefetch_engine;
     eo.sampler = config.prefetch_sampler;
     // Lost in the first epoch: which setting most likely differs, said once.

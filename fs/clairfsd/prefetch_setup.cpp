@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/log.hpp"
 #include "prefetch/options/sampler_settings.hpp"
 #include "prefetch/planner/first_readers.hpp"
 
@@ -226,6 +227,30 @@ Result<PrefetchJob> BuildPrefetchJobOver(const Config& config, const format::Man
   // The planner keeps the RAM cache's files (the engine is its owner).
   pc.budget_bytes = config.ram_cache;
   return job;
+}
+
+void LogPrefetchJob(const Config& config, const PrefetchJob& job, bool batch_mode) {
+  if (job.missing_files > 0) {
+    Log(LogLevel::kWarn, "prefetch: " + std::to_string(job.missing_files) + " of " +
+                             std::to_string(job.order->dataset().size()) +
+                             " predicted files are not in the dataset (first: " +
+                             job.first_missing + "); their opens cannot be prepared");
+  }
+  if (!job.config.enabled) {
+    Log(LogLevel::kWarn, "prefetch: none of the job's " +
+                             std::to_string(config.prefetch_world_size) +
+                             " training processes runs on node " + std::to_string(job.node) +
+                             " (prefetch_world_size, prefetch_ranks_per_node): nothing is "
+                             "predicted here");
+  }
+  std::string ranks;
+  for (uint64_t r : job.config.local_ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+  Log(LogLevel::kInfo,
+      "prefetch: " + config.prefetch_sampler + " over " +
+          std::to_string(job.order->dataset().size()) + " files, node " + std::to_string(job.node) +
+          (job.shared_stream ? ", local readers of one shared stream [" : ", local ranks [") +
+          ranks + "], budget " + std::to_string(job.config.budget_bytes) + " bytes" +
+          (batch_mode ? "; batch mode (the batch order is unknowable)" : ""));
 }
 
 }  // namespace clairfs::fs

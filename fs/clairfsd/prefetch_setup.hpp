@@ -84,4 +84,10 @@ Result<PrefetchJob> BuildPrefetchJobOver(const Config& config, const format::Man
                                          const prefetch::Listing& listing, uint64_t node,
                                          uint64_t nodes, const PrefetchJob* like = nullptr);
 
+// Logs what the daemon predicts with `job`: the predicted files the dataset
+// lacks and a node with none of the job's ranks (warnings), then the sampler,
+// the node's ranks and the budget. `batch_mode`: the planner's (its epochs
+// are sets of batches).
+void LogPrefetchJob(const Config& config, const PrefetchJob& job, bool batch_mode);
+
 }  // namespace clairfs::fs

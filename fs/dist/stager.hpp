@@ -134,6 +134,15 @@ class Stager {
  private:
   class TeeFile;
 
+  // Large sequential reads suit parallel file systems; a read of the job that
+  // needs bytes of the chunk being copied waits for the whole chunk.
+  static constexpr size_t kChunk = 4u << 20;
+
+  // Reads exactly `size` bytes at `offset` of the pack `name` open as `fd`;
+  // an end of file before them is a corrupt (short) pack.
+  static Status PreadExact(int fd, uint64_t offset, size_t size, char* dst,
+                           const std::string& name);
+
   void Worker();
   // Copies `u` (FirstUse) into its pack's copy through `buf` (kChunk bytes), from a descriptor
   // of the pack in the dataset directory kept while the pack has units left; the pack waits for its
